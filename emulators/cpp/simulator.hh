@@ -1,0 +1,89 @@
+// The discrete-event simulator in virtual time: flows over one path (data
+// direction + ACK direction), each flow a SenderModel with its controller. It
+// jumps from event to event (next opportunity, next arrival, next send or
+// timeout), so time costs nothing where nothing happens.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulators/cpp/link.hh"
+#include "emulators/cpp/spec.hh"
+#include "policies/cpp/sender.hh"
+
+namespace ccgym {
+
+struct FlowSpec {
+  std::string scheme;  // a make_controller() spec, or "external" (window set from outside)
+  double start_ms = 0;
+  double stop_ms = kNever;
+  uint32_t packet_bytes = kDataPacketBytes;
+};
+
+// Per-packet log of data packets, one entry per datagram sent, as columns.
+struct PacketLog {
+  std::vector<int32_t> flow;
+  std::vector<int64_t> seq;
+  std::vector<int32_t> bytes;
+  std::vector<double> send_ms;
+  std::vector<double> arrival_ms;  // NaN: dropped or still in flight at the end
+  std::vector<uint8_t> dropped;    // 1 if lost (loss or queue)
+  void clear();
+  std::size_t size() const { return seq.size(); }
+};
+
+// What a flow did during the last step (for rewards and the environment's info).
+struct StepStats {
+  double delivered_bytes = 0;
+  double delay_sum_ms = 0;  // sum of one-way delays of the packets that arrived
+  double delay_max_ms = 0;
+  uint64_t arrivals = 0;
+  uint64_t drops = 0;
+  void clear() { *this = StepStats{}; }
+};
+
+class Simulator {
+ public:
+  Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, uint64_t seed,
+            bool record_log = true);
+
+  // Runs every event at or before until_ms.
+  void run_until(double until_ms);
+  double now_ms() const { return now_ms_; }
+
+  std::size_t num_flows() const { return senders_.size(); }
+  SenderModel& sender(std::size_t flow) { return *senders_[flow]; }
+  // The flow's controller if it is external; nullptr otherwise.
+  ExternalWindow* external(std::size_t flow) { return externals_[flow]; }
+  const StepStats& step_stats(std::size_t flow) const { return step_stats_[flow]; }
+  void clear_step_stats();
+
+  const PacketLog& log() const { return log_; }
+  // Data-direction delivery opportunities so far (ms): the capacity.
+  const std::vector<double>& opportunities() const { return data_->opportunities(); }
+  const LinkDirection& data_direction() const { return *data_; }
+  const LinkDirection& ack_direction() const { return *ack_; }
+  double min_rtt_ms() const;  // twice the delay plus one serialization
+
+ private:
+  void deliver_data(double now_ms);
+  void deliver_acks(double now_ms);
+  void send_what_is_allowed(double now_ms);
+  double next_event_ms();
+
+  LinkSpec link_;
+  std::unique_ptr<LinkDirection> data_;
+  std::unique_ptr<LinkDirection> ack_;
+  std::vector<std::unique_ptr<SenderModel>> senders_;
+  std::vector<ExternalWindow*> externals_;
+  std::vector<StepStats> step_stats_;
+  PacketLog log_;
+  bool record_log_;
+  double now_ms_ = 0;
+};
+
+// Runs several independent simulators to until_ms on `threads` threads.
+void run_all_until(std::vector<Simulator*>& sims, double until_ms, int threads);
+
+}  // namespace ccgym

@@ -1,0 +1,53 @@
+// Link specs: the one parser of `key=value,key=value` link strings, used by the
+// simulator, the real-time relay and (through the binding) every Python verb.
+//
+//   trace=FILE[,ack_trace=FILE][,once=1],delay_ms=20
+//   rate_mbps=12,delivery=poisson,delay_ms=30,queue=droptail:packets=100,loss=0.01
+//
+// Data-direction keys: trace, rate_mbps, delivery (constant|poisson|trace|burst),
+// burst_packets, burst_period_ms, queue, loss. The same keys prefixed with `ack_`
+// describe the ACK direction, which by default has only the propagation delay.
+// Shared keys: delay_ms (one way, each direction), once (traces run once), name.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulators/cpp/delivery.hh"
+#include "emulators/cpp/link.hh"
+
+namespace ccgym {
+
+struct DirectionSpec {
+  std::string trace;            // mahimahi trace path; empty when generated
+  double rate_mbps = 0;         // 0 with no trace: unlimited
+  std::string delivery;         // constant | poisson | trace | burst ("" = from the other keys)
+  uint32_t burst_packets = 0;   // burst delivery: opportunities per burst
+  double burst_period_ms = 0;   // burst delivery: time between bursts
+  std::string queue = "infinite";
+  double loss = 0;              // i.i.d. drop probability at ingress
+};
+
+struct LinkSpec {
+  std::string name;
+  DirectionSpec data;
+  DirectionSpec ack;
+  double delay_ms = 0;  // one-way propagation delay of each direction
+  bool once = false;    // traces run once instead of repeating
+
+  std::string to_string() const;  // canonical spec string (parses back to the same)
+};
+
+// Parses a spec string; throws std::invalid_argument naming the bad key and the
+// valid keys. Checks values (rates > 0, 0 <= loss < 1, queue spec parses, trace
+// readable) so that a bad spec fails before anything runs.
+LinkSpec parse_link_spec(const std::string& text);
+std::vector<std::string> link_spec_keys();
+
+// Builds one direction from its spec. Traces are loaded once and shared.
+std::unique_ptr<LinkDirection> make_direction(const DirectionSpec& spec, double delay_ms,
+                                              bool once, uint64_t seed);
+
+}  // namespace ccgym

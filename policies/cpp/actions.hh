@@ -1,0 +1,45 @@
+// The learned policy's actions, defined once (Indigo's set), applied every kStepMs.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace ccgym {
+
+inline constexpr double kStepMs = 10;  // one decision per 10 ms (Indigo)
+inline constexpr double kMinWindow = 1;
+inline constexpr double kMaxWindow = 5000;
+
+enum class Op : uint8_t { kMultiply, kAdd };
+struct Action {
+  Op op;
+  double value;
+};
+// /2, -10, +0, +10, x2 (Indigo's action set).
+inline constexpr std::array<Action, 5> kActions = {{
+    {Op::kMultiply, 0.5}, {Op::kAdd, -10}, {Op::kAdd, 0}, {Op::kAdd, 10}, {Op::kMultiply, 2}}};
+inline constexpr int kNumActions = static_cast<int>(kActions.size());
+
+inline double apply_action(double window, int action) {
+  const Action& a = kActions[static_cast<std::size_t>(action)];
+  const double next = a.op == Op::kMultiply ? window * a.value : window + a.value;
+  return std::clamp(next, kMinWindow, kMaxWindow);
+}
+
+// The action whose result is closest to the target window (the expert's choice);
+// ties go to the smaller change.
+inline int closest_action(double window, double target) {
+  int best = 2;
+  double best_gap = std::abs(apply_action(window, 2) - target);
+  for (int a = 0; a < kNumActions; ++a) {
+    const double gap = std::abs(apply_action(window, a) - target);
+    if (gap < best_gap - 1e-9) {
+      best = a;
+      best_gap = gap;
+    }
+  }
+  return best;
+}
+
+}  // namespace ccgym

@@ -1,0 +1,72 @@
+// The congestion-control contract, after the 6.829 contest's datagrump: the
+// sender does the bookkeeping, the controller only decides. Every timestamp is in
+// milliseconds; "sender clock" and "receiver clock" are the two endpoints' clocks
+// (the same clock in the simulator, possibly unsynchronized on a real path).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ccgym {
+
+class Controller {
+ public:
+  virtual ~Controller() = default;
+
+  // Packets the sender may have in flight (unacknowledged) now; at least 1 is used.
+  virtual double window_size() = 0;
+
+  // A datagram was sent. send_ms: sender clock.
+  virtual void on_sent(uint64_t seq, double send_ms) { (void)seq; (void)send_ms; }
+
+  // An ACK arrived. send_ms: sender clock, when the acked datagram was sent;
+  // recv_ms: receiver clock, when it arrived there; ack_ms: sender clock, now.
+  // ACKs of a lost datagram never come: a jump in seq tells of the loss.
+  virtual void on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) = 0;
+
+  // How long (ms) without an ACK before the sender sends one datagram regardless
+  // of the window and calls on_timeout().
+  virtual double timeout_ms() { return 1000; }
+  virtual void on_timeout(double now_ms) { (void)now_ms; }
+
+  // Pacing rate in Mbit/s; 0 sends as soon as the window allows.
+  virtual double pacing_rate_mbps() { return 0; }
+
+  virtual std::string name() const = 0;
+};
+
+// A scheme parameter: name, default and meaning, for --help and error messages.
+struct SchemeParam {
+  std::string name;
+  double value;
+  std::string help;
+};
+
+struct SchemeInfo {
+  std::string name;
+  std::string summary;
+  std::vector<SchemeParam> params;
+};
+
+// Builds a controller from "name", "name:value" (the first parameter, e.g. fixed:20)
+// or "name:key=value:key=value". Throws std::invalid_argument on an unknown scheme
+// or parameter, listing the valid ones. seed drives schemes with randomness.
+std::unique_ptr<Controller> make_controller(const std::string& spec, uint64_t seed = 1);
+std::vector<SchemeInfo> scheme_catalog();
+
+// A window set from outside (the learned policy, the oracle, Python): the
+// controller that policies which act every 10 ms drive.
+class ExternalWindow final : public Controller {
+ public:
+  explicit ExternalWindow(double window = 10) : window_(window) {}
+  void set_window(double window) { window_ = window; }
+  double window_size() override { return window_; }
+  void on_ack(uint64_t, double, double, double) override {}
+  std::string name() const override { return "external"; }
+
+ private:
+  double window_;
+};
+
+}  // namespace ccgym

@@ -1,0 +1,55 @@
+// The sender model every scheme runs under, in the simulator and in the UDP
+// sender alike: window-limited (datagrump's in-flight count), paced when the
+// controller asks, one ACK per datagram carrying its send and receive times,
+// a timeout that sends one datagram when ACKs stop. The caller owns the clock.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "policies/cpp/controller.hh"
+#include "policies/cpp/features.hh"
+
+namespace ccgym {
+
+class SenderModel {
+ public:
+  SenderModel(std::unique_ptr<Controller> controller, uint32_t flow, uint32_t packet_bytes,
+              double start_ms, double stop_ms);
+
+  // True if a datagram may leave at now_ms (sender clock).
+  bool can_send(double now_ms);
+  // Records a datagram leaving now and returns its sequence number.
+  uint64_t on_send(double now_ms);
+  // An ACK for seq arrived at ack_ms.
+  void on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms);
+  // True (once per expiry) when the timeout has run out by now_ms: the caller
+  // then sends one datagram regardless of the window (after on_timeout()).
+  bool timed_out(double now_ms);
+  // The next time this sender wants to be woken (start, pacing, timeout); kNever if none.
+  double next_wakeup_ms(double now_ms);
+
+  uint64_t in_flight() const { return next_seq_ - next_ack_expected_; }
+  uint64_t next_seq() const { return next_seq_; }
+  uint32_t flow() const { return flow_; }
+  uint32_t packet_bytes() const { return packet_bytes_; }
+  bool active(double now_ms) const { return now_ms >= start_ms_ && now_ms < stop_ms_; }
+  Controller& controller() { return *controller_; }
+  const Features& features() const { return features_; }
+  double window() { return controller_->window_size(); }
+
+ private:
+  double current_window();
+
+  std::unique_ptr<Controller> controller_;
+  Features features_;
+  uint32_t flow_;
+  uint32_t packet_bytes_;
+  double start_ms_;
+  double stop_ms_;
+  uint64_t next_seq_ = 0;
+  uint64_t next_ack_expected_ = 0;
+  double last_progress_ms_;      // last ACK or timeout send: the timeout counts from here
+  double next_paced_send_ms_ = 0;
+};
+
+}  // namespace ccgym
