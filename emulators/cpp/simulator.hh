@@ -64,7 +64,7 @@ class Simulator {
   const std::vector<double>& opportunities() const { return data_->opportunities(); }
   const LinkDirection& data_direction() const { return *data_; }
   const LinkDirection& ack_direction() const { return *ack_; }
-  double min_rtt_ms() const;  // twice the delay plus one serialization
+  double min_rtt_ms() const;  // twice the one-way propagation delay
 
  private:
   void deliver_data(double now_ms);
@@ -82,6 +82,13 @@ class Simulator {
   bool record_log_;
   double now_ms_ = 0;
 };
+
+// Seeds of the parts of one simulation (directions, flows), derived from its
+// seed so that they are independent; flow i's controller uses part kFirstFlowPart + i.
+uint64_t derive_seed(uint64_t seed, uint64_t part);
+inline constexpr uint64_t kDataDirectionPart = 1;
+inline constexpr uint64_t kAckDirectionPart = 2;
+inline constexpr uint64_t kFirstFlowPart = 3;
 
 // Runs several independent simulators to until_ms on `threads` threads.
 void run_all_until(std::vector<Simulator*>& sims, double until_ms, int threads);

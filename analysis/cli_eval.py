@@ -1,0 +1,88 @@
+"""Score congestion-control schemes on emulated links: the 6.829 contest's leaderboard.
+
+For each link, one row per scheme — throughput (Mbit/s), 95th-percentile one-way
+delay, 95% end-to-end ("signal") delay, score = ln(Mbit/s) - ln(ms), utilization
+and loss — under the omniscient bound. A trace link runs its trace once; other
+links run 30 s. Examples:
+
+  ccgym eval --link rate_mbps=12,delay_ms=20,queue=droptail:packets=100
+  ccgym eval --links indigo-synthetic --schemes cubic,bbr,vegas --runs 3 --json out.json
+  ccgym eval --link rate_mbps=24,delay_ms=20 --schemes cubic --flows 3 --interval-s 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ccgym.errors import UserError
+
+DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--link", metavar="SPEC",
+                       help="one link spec, e.g. 'rate_mbps=12,delay_ms=20' or 'trace=FILE,delay_ms=20'")
+    where.add_argument("--links", metavar="SET",
+                       help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
+    parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
+                        help="comma-separated schemes: classic ones (name or name:key=value:...), "
+                             f"oracle, lstm:runs/NAME (default: {DEFAULT_SCHEMES})")
+    parser.add_argument("--runs", type=int, default=1, help="runs per scheme and link, seeds seed..seed+runs-1")
+    parser.add_argument("--duration-s", type=float, default=None,
+                        help="run length (default: a trace once, else 30 s)")
+    parser.add_argument("--flows", type=int, default=1, help="flows of each scheme sharing the bottleneck")
+    parser.add_argument("--interval-s", type=float, default=0.0, help="seconds between flow starts")
+    parser.add_argument("--seed", type=int, default=1, help="first seed")
+    parser.add_argument("--json", metavar="OUT", help="write the rows as JSON (a list of objects)")
+    parser.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccgym.analysis.evaluate import evaluate
+    from ccgym.analysis.leaderboard import format_leaderboard
+    from ccgym.emulators.links import resolve_links
+
+    if args.runs < 1 or args.flows < 1:
+        raise UserError("--runs and --flows must be at least 1")
+    if args.duration_s is not None and args.duration_s <= 0:
+        raise UserError("--duration-s must be positive")
+    if args.interval_s < 0:
+        raise UserError("--interval-s must not be negative")
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    if not schemes:
+        raise UserError("--schemes is empty")
+    for path in (args.json,):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UserError(f"--json: folder {Path(path).parent} does not exist")
+    links = resolve_links(args.link, args.links)
+
+    rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
+                          duration_s=args.duration_s, flows=args.flows,
+                          interval_s=args.interval_s, progress=not args.no_progress)
+    print(format_leaderboard(rows))
+    if args.json:
+        write_json_atomically(Path(args.json), rows)
+    if args.plots:
+        from ccgym.analysis.report import write_plots
+
+        for path in write_plots(rows, runs, Path(args.plots)):
+            print(f"wrote {path}")
+    return 0
+
+
+def write_json_atomically(path: Path, value: object) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

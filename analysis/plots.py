@@ -1,0 +1,236 @@
+"""PNG plots of runs: throughput against capacity, signal delay, the throughput-delay plane.
+
+Figures are drawn with matplotlib's object API on an Agg canvas, never pyplot,
+so importing this module neither changes the caller's backend nor needs a
+display, and plots can be drawn from several threads. Each PNG is written to a
+temporary file beside its target and renamed over it, so a reader never sees a
+half-written plot and a failed plot leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib import ticker
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
+
+from ccgym.analysis.logs import as_packet_log
+from ccgym.analysis.metrics import (
+    BITS_PER_BYTE,
+    BITS_PER_KBIT,
+    BYTES_PER_OPPORTUNITY,
+    LogLike,
+    Metrics,
+    signal_delay_series,
+)
+
+FIGURE_SIZE_IN = (10.0, 5.0)
+DPI = 110
+MS_PER_S = 1000.0
+ELLIPSE_POINTS = 100  # segments of each 1-sigma ellipse's outline
+CAPACITY_ALPHA = 0.25
+GRID_ALPHA = 0.3
+PACKET_DOT_ALPHA = 0.3
+PACKET_DOT_COLOR = "grey"
+DELAY_TICKS = (1.0, 2.0, 5.0)  # labelled delays per decade: 10, 20, 50, 100, ...
+# mkstemp makes files private (0600); a plot is as readable as any other output.
+PNG_MODE = 0o644
+
+# A point of the throughput-delay plane: (95% end-to-end delay ms, Mbit/s).
+Point = tuple[float, float]
+PointLike = Metrics | Mapping[str, Any] | Sequence[float]
+
+
+def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
+    target = Path(path)
+    FigureCanvasAgg(fig)  # render with Agg whatever backend the caller's pyplot uses
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=DPI)
+        os.chmod(tmp, PNG_MODE)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:
+    """Mbit/s in each window between edges (the last window may be shorter)."""
+    totals, _ = np.histogram(times_ms, bins=edges_ms, weights=weights_bytes)
+    return totals * BITS_PER_BYTE / np.diff(edges_ms) / BITS_PER_KBIT
+
+
+def _window_edges(duration_ms: float, window_ms: float) -> np.ndarray:
+    if not window_ms > 0:
+        raise ValueError(f"window_ms must be positive, got {window_ms}")
+    edges = np.arange(0.0, duration_ms, window_ms)
+    return np.append(edges, duration_ms)
+
+
+def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: float,
+                    path: str | os.PathLike[str], window_ms: float = 500.0) -> None:
+    """Throughput in windows of window_ms against the link's capacity; each flow too when several."""
+    log = as_packet_log(log)
+    edges = _window_edges(duration_ms, window_ms)
+    edges_s = edges / MS_PER_S
+    opportunities = np.asarray(opportunities_ms, dtype=np.float64)
+    capacity = _window_mbps(opportunities, np.full(opportunities.shape, float(BYTES_PER_OPPORTUNITY)), edges)
+    arrived = log.arrived(duration_ms)
+
+    fig = Figure(figsize=FIGURE_SIZE_IN)
+    ax = fig.add_subplot()
+    ax.stairs(capacity, edges_s, fill=True, alpha=CAPACITY_ALPHA, label="capacity")
+    total = _window_mbps(log.arrival_ms[arrived], log.bytes[arrived].astype(np.float64), edges)
+    ax.stairs(total, edges_s, linewidth=2, label="throughput")
+    flows = log.flows()
+    if len(flows) > 1:
+        for flow in flows:
+            mine = arrived & (log.flow == flow)
+            tput = _window_mbps(log.arrival_ms[mine], log.bytes[mine].astype(np.float64), edges)
+            ax.stairs(tput, edges_s, linewidth=1, label=f"flow {flow}")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"throughput (Mbit/s, {window_ms:g} ms windows)")
+    ax.set_xlim(0, duration_ms / MS_PER_S)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper right")
+    _write_png(fig, path)
+
+
+def plot_delay(log: LogLike, duration_ms: float, path: str | os.PathLike[str]) -> None:
+    """End-to-end (signal) delay over time, with each packet's one-way delay, on a log axis."""
+    log = as_packet_log(log)
+    times, delays = signal_delay_series(log, duration_ms)
+    arrived = log.arrived(duration_ms)
+    one_way = log.arrival_ms[arrived] - log.send_ms[arrived]
+
+    fig = Figure(figsize=FIGURE_SIZE_IN)
+    ax = fig.add_subplot()
+    # A log axis has no zero: the first instants of a run (signal delay 0) are left out.
+    positive = delays > 0
+    ax.plot(times[positive] / MS_PER_S, delays[positive], linewidth=1, label="end-to-end (signal) delay")
+    shown = one_way > 0
+    ax.scatter(log.arrival_ms[arrived][shown] / MS_PER_S, one_way[shown], s=1,
+               color=PACKET_DOT_COLOR, alpha=PACKET_DOT_ALPHA, label="per-packet one-way delay")
+    ax.set_yscale("log")
+    _label_delays(ax.yaxis)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("delay (ms)")
+    ax.set_xlim(0, duration_ms / MS_PER_S)
+    ax.legend(loc="upper right")
+    _write_png(fig, path)
+
+
+def _label_delays(axis: Any) -> None:
+    """Plain numbers (20, 50, 100 ms) on a log delay axis, where powers of ten alone say little."""
+    axis.set_major_locator(ticker.LogLocator(subs=DELAY_TICKS))
+    axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _as_point(run: PointLike) -> Point:
+    if isinstance(run, Metrics):
+        return run.e2e_delay_p95_ms, run.throughput_mbps
+    if isinstance(run, Mapping):
+        return float(run["e2e_delay_p95_ms"]), float(run["throughput_mbps"])
+    delay, tput = run
+    return float(delay), float(tput)
+
+
+def _plane(points: Sequence[Point]) -> np.ndarray:
+    """Points in the plot's own coordinates (log10 delay, Mbit/s), where means and ellipses are taken."""
+    array = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    keep = np.all(np.isfinite(array), axis=1) & (array[:, 0] > 0)
+    return np.column_stack([np.log10(array[keep, 0]), array[keep, 1]])
+
+
+def _ellipse(plane: np.ndarray) -> np.ndarray | None:
+    """Outline of the 1-sigma covariance ellipse of plane points, or None under two runs."""
+    if len(plane) < 2:
+        return None
+    eigenvalues, eigenvectors = np.linalg.eigh(np.cov(plane, rowvar=False))
+    angles = np.linspace(0, 2 * math.pi, ELLIPSE_POINTS + 1)
+    circle = np.stack([np.cos(angles), np.sin(angles)])
+    axes = eigenvectors * np.sqrt(np.clip(eigenvalues, 0, None))
+    return plane.mean(axis=0) + (axes @ circle).T
+
+
+def _cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """Vertices of the convex hull, counter-clockwise (Andrew's monotone chain)."""
+    unique = np.unique(np.asarray(points, dtype=np.float64).reshape(-1, 2), axis=0)
+    if len(unique) < 3:
+        return unique
+
+    def half(ordered: np.ndarray) -> list[np.ndarray]:
+        chain: list[np.ndarray] = []
+        for p in ordered:
+            while len(chain) >= 2 and _cross(chain[-2], chain[-1], p) <= 0:
+                chain.pop()
+            chain.append(p)
+        return chain
+
+    lower, upper = half(unique), half(unique[::-1])
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def _from_plane(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return 10 ** plane[:, 0], plane[:, 1]
+
+
+def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLike | None,
+                  path: str | os.PathLike[str]) -> None:
+    """The throughput-delay plane, as in the contest's and Pantheon's plots.
+
+    points maps each scheme to its runs; a run is a Metrics, a mapping with
+    e2e_delay_p95_ms and throughput_mbps (Metrics.to_dict()), or a
+    (delay ms, Mbit/s) pair. Each scheme is drawn at its mean with its runs'
+    1-sigma ellipse, both taken in the plotted coordinates (log delay,
+    throughput): the mean delay is geometric. The delay axis is logarithmic and
+    decreases to the right, so better is up and right. The dashed outline is the
+    convex hull of every run and the omniscient point.
+    """
+    fig = Figure(figsize=FIGURE_SIZE_IN)
+    ax = fig.add_subplot()
+    every = []
+    for scheme, runs in points.items():
+        plane = _plane([_as_point(r) for r in runs])
+        if not len(plane):
+            continue
+        every.append(plane)
+        delay, tput = _from_plane(plane.mean(axis=0, keepdims=True))
+        marker = ax.plot(delay, tput, "o")[0]
+        ax.annotate(scheme, (delay[0], tput[0]), textcoords="offset points", xytext=(6, 6))
+        outline = _ellipse(plane)
+        if outline is not None:
+            ax.plot(*_from_plane(outline), color=marker.get_color(), linewidth=1)
+    if omniscient is not None:
+        plane = _plane([_as_point(omniscient)])
+        if len(plane):
+            every.append(plane)
+            delay, tput = _from_plane(plane)
+            ax.plot(delay, tput, "*", color="black", markersize=12)
+            ax.annotate("omniscient", (delay[0], tput[0]), textcoords="offset points", xytext=(6, 6))
+    if every:
+        hull = convex_hull(np.concatenate(every))
+        if len(hull) >= 3:
+            closed = np.vstack([hull, hull[:1]])
+            ax.plot(*_from_plane(closed), "--", color="grey", linewidth=1)
+    ax.set_xscale("log")
+    _label_delays(ax.xaxis)
+    ax.invert_xaxis()
+    ax.set_xlabel("95% end-to-end delay (ms, log scale; better to the right)")
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+    _write_png(fig, path)

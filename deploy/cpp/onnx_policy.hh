@@ -1,0 +1,67 @@
+// The learned policy in the C++ sender: one step of the exported LSTM graph,
+// (obs[kObsDim], h, c) -> (logits[kNumActions], h', c'), run by OpenCV dnn.
+//
+// The graph's inputs are named "obs", "h", "c" and its outputs "logits",
+// "h_out", "c_out" (deploy's ONNX export writes them so). The recurrent state
+// stays inside the runner between steps; the hidden size is read from the shape
+// of input "h" in the file unless given.
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policies/cpp/actions.hh"
+#include "policies/cpp/features.hh"
+
+namespace ccgym {
+
+// Input and output shapes of an ONNX model, read from the file itself (a few
+// protobuf fields; OpenCV does not expose them). A dimension that is symbolic or
+// unknown is -1. Throws std::runtime_error naming the file when it is not ONNX.
+struct OnnxShapes {
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> dims;
+  };
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  const Tensor* input(const std::string& name) const;
+  const Tensor* output(const std::string& name) const;
+};
+OnnxShapes read_onnx_shapes(const std::string& path);
+
+class PolicyRunner {
+ public:
+  using Observation = std::array<float, kObsDim>;
+  using Logits = std::array<float, kNumActions>;
+
+  // Loads the model. hidden_size 0: from the file's "h" input. Throws
+  // std::runtime_error naming the file on a missing or malformed model, a
+  // missing input or output, or shapes that do not match kObsDim/kNumActions.
+  explicit PolicyRunner(const std::string& path, int hidden_size = 0);
+  ~PolicyRunner();
+  PolicyRunner(const PolicyRunner&) = delete;
+  PolicyRunner& operator=(const PolicyRunner&) = delete;
+
+  int hidden_size() const { return hidden_size_; }
+  // Zeroes the recurrent state (the start of an episode).
+  void reset();
+  // One step: returns the logits and keeps h', c' for the next step.
+  const Logits& step(const Observation& obs);
+  // The action the sender takes: the argmax of step()'s logits (first on ties).
+  int act(const Observation& obs);
+  const std::vector<float>& h() const { return h_; }
+  const std::vector<float>& c() const { return c_; }
+
+ private:
+  struct Net;
+  std::unique_ptr<Net> net_;
+  std::string path_;
+  int hidden_size_ = 0;
+  std::vector<float> h_;
+  std::vector<float> c_;
+  Logits logits_{};
+};
+
+}  // namespace ccgym

@@ -1,0 +1,233 @@
+// ccgym-sender: runs one congestion-control scheme over UDP under the same
+// SenderModel as the simulator, driven by the wall clock (steady ms since start).
+//
+// Log (--log FILE), tab-separated, one header line, then one row per event:
+//   event  flow  seq  bytes  send_ms  recv_ms  ack_ms  window
+// event "send": a data datagram left (bytes on the wire; recv_ms, ack_ms nan);
+// event "timeout": no ACK for the controller's timeout; the next "send" row goes
+//   regardless of the window (seq: that datagram's);
+// event "ack": an ACK arrived (bytes: the acked datagram's on the wire; send_ms
+//   echoed, sender clock; recv_ms receiver clock; ack_ms sender clock, now).
+// window: the controller's window after the event. Trailer comment lines at exit
+// give clock_origin_ns and counts.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deploy/cpp/flags.hh"
+#include "deploy/cpp/net.hh"
+#include "deploy/cpp/tsv_log.hh"
+#include "deploy/cpp/wire.hh"
+#include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
+#include "policies/cpp/sender.hh"
+#ifdef CCGYM_HAVE_OPENCV
+#include "deploy/cpp/onnx_policy.hh"
+#endif
+
+namespace ccgym {
+namespace {
+
+constexpr int kSocketBufferBytes = 8 << 20;
+constexpr const char* kLstmPrefix = "lstm:";
+// The window a learned policy starts from: the ExternalWindow default, as in the
+// simulator's environment.
+constexpr double kInitialPolicyWindow = 10;
+// The previous action before the first step: "+0", no change.
+constexpr int kInitialPreviousAction = 2;
+
+// Drives an ExternalWindow from the ONNX policy every kStepMs.
+class LearnedPolicy {
+ public:
+#ifdef CCGYM_HAVE_OPENCV
+  LearnedPolicy(const std::string& path, int hidden_size, ExternalWindow* window)
+      : runner_(path, hidden_size), window_(window) {}
+
+  // One decision from the current features (sender clock now).
+  void step(const Features& features) {
+    const double current = window_->window_size();
+    const int action = runner_.act(features.observation(current, previous_action_));
+    window_->set_window(apply_action(current, action));
+    previous_action_ = action;
+  }
+  int hidden_size() const { return runner_.hidden_size(); }
+
+ private:
+  PolicyRunner runner_;
+  ExternalWindow* window_;
+  int previous_action_ = kInitialPreviousAction;
+#endif
+};
+
+int run(int argc, char** argv) {
+  net::Flags flags(
+      "ccgym-sender",
+      "Sends ccgym data datagrams under a congestion-control scheme and logs sends and ACKs.",
+      {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
+       {"scheme", "SPEC", "a scheme spec (e.g. fixed:10, aimd) or lstm:FILE.onnx", "", true},
+       {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
+       {"flow", "ID", "flow id carried in every datagram", "0"},
+       {"packet-bytes", "BYTES", "datagram size on the wire (UDP payload + 28)",
+        std::to_string(kDataPacketBytes)},
+       {"seed", "N", "seed of schemes with randomness", "1"},
+       {"hidden", "N", "LSTM hidden size; 0 reads it from the ONNX file", "0"},
+       {"log", "FILE", "send and ACK log (TSV)", ""}});
+  flags.parse(argc, argv);
+
+  net::Address dest;
+  try {
+    dest = net::Address::parse(flags.text("dest"));
+  } catch (const std::invalid_argument& e) {
+    flags.fail(std::string("--dest: ") + e.what());
+  }
+  const double duration_s = flags.number("duration-s");
+  if (duration_s < 0) flags.fail("--duration-s must be >= 0");
+  const double stop_ms = duration_s > 0 ? duration_s * 1000 : kNever;
+  const uint64_t flow = flags.integer("flow");
+  if (flow > UINT32_MAX) flags.fail("--flow must fit in 32 bits");
+  const uint64_t packet_bytes = flags.integer("packet-bytes");
+  if (packet_bytes < wire::kMinDataPacketBytes ||
+      packet_bytes > wire::kMaxDataPayloadBytes + wire::kIpUdpHeaderBytes) {
+    flags.fail("--packet-bytes must be in [" + std::to_string(wire::kMinDataPacketBytes) + ", " +
+               std::to_string(wire::kMaxDataPayloadBytes + wire::kIpUdpHeaderBytes) + "]");
+  }
+  const uint64_t hidden = flags.integer("hidden");
+
+  const std::string scheme = flags.text("scheme");
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<LearnedPolicy> policy;
+  if (scheme.rfind(kLstmPrefix, 0) == 0) {
+#ifdef CCGYM_HAVE_OPENCV
+    auto window = std::make_unique<ExternalWindow>(kInitialPolicyWindow);
+    try {
+      policy = std::make_unique<LearnedPolicy>(scheme.substr(std::char_traits<char>::length(kLstmPrefix)),
+                                               static_cast<int>(hidden), window.get());
+    } catch (const std::runtime_error& e) {
+      flags.fail(std::string("--scheme: ") + e.what());
+    }
+    controller = std::move(window);
+#else
+    flags.fail("--scheme lstm: this ccgym-sender was built without OpenCV dnn");
+#endif
+  } else {
+    try {
+      controller = make_controller(scheme, flags.integer("seed"));
+    } catch (const std::invalid_argument& e) {
+      flags.fail(std::string("--scheme: ") + e.what());
+    }
+  }
+  SenderModel sender(std::move(controller), static_cast<uint32_t>(flow),
+                     static_cast<uint32_t>(packet_bytes), 0, stop_ms);
+
+  net::StopSignals signals;
+  net::UdpSocket socket(dest.family());
+  socket.connect(dest);
+  socket.set_buffer_bytes(kSocketBufferBytes);
+
+  net::TsvLog log;
+  if (!flags.text("log").empty()) {
+    log.open(flags.text("log"), "event\tflow\tseq\tbytes\tsend_ms\trecv_ms\tack_ms\twindow");
+  }
+
+  // The datagram: header rewritten per send, zero padding written once.
+  std::vector<unsigned char> datagram(packet_bytes - wire::kIpUdpHeaderBytes, 0);
+  unsigned char ack_buffer[wire::kAckPayloadBytes + 1];  // +1: a longer datagram is seen as such
+  uint64_t sent = 0;
+  uint64_t send_failures = 0;
+  uint64_t acks = 0;
+  uint64_t malformed = 0;
+  uint64_t timeouts = 0;
+
+  net::MsClock clock;
+  const auto send_one = [&](double now_ms) {
+    const uint64_t seq = sender.on_send(now_ms);
+    wire::encode_data(datagram.data(), datagram.size(),
+                      {static_cast<uint32_t>(flow), seq, now_ms});
+    if (!socket.send(datagram.data(), datagram.size())) ++send_failures;
+    ++sent;
+    if (log.is_open()) {
+      log.text("send").integer(flow).integer(seq).integer(packet_bytes).ms(now_ms);
+      log.ms(NAN).ms(NAN).ms(sender.window()).end_row();
+    }
+  };
+
+  pollfd fds[1] = {{socket.fd(), POLLIN, 0}};
+  double next_step_ms = kStepMs;
+  while (!signals.requested()) {
+    double now_ms = clock.now_ms();
+    if (now_ms >= stop_ms) break;
+
+    ssize_t n;
+    while ((n = socket.receive(ack_buffer, sizeof ack_buffer, nullptr)) >= 0) {
+      wire::Ack ack;
+      if (!wire::decode_ack(ack_buffer, static_cast<std::size_t>(n), ack) || ack.flow != flow) {
+        ++malformed;
+        continue;
+      }
+      const double ack_ms = clock.now_ms();
+      sender.on_ack(ack.seq, ack.send_ms, ack.recv_ms, ack_ms);
+      ++acks;
+      if (log.is_open()) {
+        log.text("ack").integer(flow).integer(ack.seq).integer(ack.payload_bytes + wire::kIpUdpHeaderBytes);
+        log.ms(ack.send_ms).ms(ack.recv_ms).ms(ack_ms).ms(sender.window()).end_row();
+      }
+    }
+
+    now_ms = clock.now_ms();
+    if (policy && now_ms >= next_step_ms) {
+#ifdef CCGYM_HAVE_OPENCV
+      policy->step(sender.features());
+#endif
+      // After a stall, the next decision is on the step grid, not a burst of
+      // catch-up decisions on stale features.
+      next_step_ms += kStepMs * std::floor((now_ms - next_step_ms) / kStepMs + 1);
+    }
+    if (sender.timed_out(now_ms)) {
+      ++timeouts;
+      if (log.is_open()) {
+        log.text("timeout").integer(flow).integer(sender.next_seq()).integer(packet_bytes);
+        log.ms(now_ms).ms(NAN).ms(NAN).ms(sender.window()).end_row();
+      }
+      send_one(now_ms);
+    }
+    while (sender.can_send(now_ms)) {
+      send_one(now_ms);
+      now_ms = clock.now_ms();
+    }
+
+    double wake_ms = std::min(sender.next_wakeup_ms(now_ms), stop_ms);
+    if (policy) wake_ms = std::min(wake_ms, next_step_ms);
+    net::wait(fds, 1, wake_ms - clock.now_ms(), signals);
+  }
+
+  if (log.is_open()) {
+    log.comment("clock_origin_ns=" + std::to_string(clock.origin_ns()) +
+                " sent=" + std::to_string(sent) + " acks=" + std::to_string(acks) +
+                " timeouts=" + std::to_string(timeouts) +
+                " malformed=" + std::to_string(malformed) +
+                " send_failures=" + std::to_string(send_failures) +
+                " refused=" + std::to_string(socket.refused()));
+    if (!log.close()) std::fprintf(stderr, "ccgym-sender: could not write the whole log\n");
+  }
+  std::fprintf(stderr,
+               "ccgym-sender: %llu datagrams sent, %llu ACKs, %llu timeouts, %llu malformed\n",
+               static_cast<unsigned long long>(sent), static_cast<unsigned long long>(acks),
+               static_cast<unsigned long long>(timeouts),
+               static_cast<unsigned long long>(malformed));
+  return 0;
+}
+
+}  // namespace
+}  // namespace ccgym
+
+int main(int argc, char** argv) {
+  try {
+    return ccgym::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccgym-sender: %s\n", e.what());
+    return 1;
+  }
+}

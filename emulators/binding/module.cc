@@ -1,0 +1,301 @@
+// The Python face of the C++ core: ccgym.emulators._core. Long runs release
+// the GIL; arrays come back as numpy arrays.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "emulators/cpp/simulator.hh"
+#include "emulators/cpp/spec.hh"
+#include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
+#include "policies/cpp/features.hh"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace ccgym;
+
+namespace {
+
+// Hands a vector's contents to numpy without a copy: the capsule owns it.
+template <typename T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T> values) {
+  auto* owned = new std::vector<T>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
+}
+
+template <typename T>
+nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T> values, std::size_t rows,
+                                                    std::size_t cols) {
+  auto* owned = new std::vector<T>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
+}
+
+std::vector<FlowSpec> to_flows(const std::vector<std::tuple<std::string, double, double>>& flows) {
+  std::vector<FlowSpec> out;
+  for (const auto& [scheme, start, stop] : flows) {
+    FlowSpec f;
+    f.scheme = scheme;
+    f.start_ms = start;
+    f.stop_ms = stop < 0 ? kNever : stop;
+    out.push_back(f);
+  }
+  return out;
+}
+
+void check_flow(const Simulator& sim, std::size_t flow) {
+  if (flow >= sim.num_flows()) throw nb::index_error("no such flow");
+}
+
+nb::dict feature_dict(const FeatureValues& v) {
+  nb::dict d;
+  d["delay_ewma_ms"] = v.delay_ewma_ms;
+  d["delivery_rate_mbps"] = v.delivery_rate_mbps;
+  d["send_rate_mbps"] = v.send_rate_mbps;
+  d["min_rtt_ms"] = v.min_rtt_ms;
+  d["last_rtt_ms"] = v.last_rtt_ms;
+  return d;
+}
+
+// N independent single-flow simulations whose window is set from Python every
+// step: the vectorized environment's engine. Steps run on threads, GIL released.
+class VecSimulator {
+ public:
+  explicit VecSimulator(std::size_t n, int threads)
+      : sims_(n), previous_action_(n, 2), threads_(threads) {}
+  VecSimulator(const VecSimulator&) = delete;
+  VecSimulator& operator=(const VecSimulator&) = delete;
+
+  std::size_t size() const { return sims_.size(); }
+
+  void reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
+    check(i);
+    FlowSpec flow;
+    flow.scheme = "external";
+    sims_[i] = std::make_unique<Simulator>(parse_link_spec(link), std::vector<FlowSpec>{flow},
+                                           seed, /*record_log=*/false);
+    sims_[i]->external(0)->set_window(window);
+    previous_action_[i] = 2;
+  }
+
+  Simulator& sim(std::size_t i) {
+    check(i);
+    if (!sims_[i]) throw std::invalid_argument("environment not reset");
+    return *sims_[i];
+  }
+
+  // Applies one action per simulation (-1 leaves the window), runs kStepMs.
+  void step(const int32_t* actions) {
+    std::vector<Simulator*> all;
+    for (std::size_t i = 0; i < sims_.size(); ++i) {
+      Simulator& s = sim(i);
+      s.clear_step_stats();
+      const int a = actions[i];
+      if (a >= 0) {
+        if (a >= kNumActions) throw std::invalid_argument("action out of range");
+        ExternalWindow* w = s.external(0);
+        w->set_window(apply_action(w->window_size(), a));
+        previous_action_[i] = a;
+      }
+      all.push_back(&s);
+    }
+    const double until = sims_.empty() ? 0 : sim(0).now_ms() + kStepMs;
+    {
+      nb::gil_scoped_release release;
+      run_all_until(all, until, threads_);
+    }
+  }
+
+  int previous_action(std::size_t i) const { return previous_action_[i]; }
+
+ private:
+  void check(std::size_t i) const {
+    if (i >= sims_.size()) throw nb::index_error("no such environment");
+  }
+  std::vector<std::unique_ptr<Simulator>> sims_;
+  std::vector<int> previous_action_;
+  int threads_;
+};
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "ccgym's C++ core: link emulation, the virtual-time simulator, schemes, features.";
+
+  m.attr("OBS_DIM") = kObsDim;
+  m.attr("NUM_ACTIONS") = kNumActions;
+  m.attr("STEP_MS") = kStepMs;
+  m.attr("MIN_WINDOW") = kMinWindow;
+  m.attr("MAX_WINDOW") = kMaxWindow;
+  m.attr("DELAY_SCALE_MS") = kDelayScaleMs;
+  m.attr("RATE_SCALE_MBPS") = kRateScaleMbps;
+  m.attr("WINDOW_SCALE") = kWindowScale;
+  m.attr("DATA_PACKET_BYTES") = kDataPacketBytes;
+  nb::list actions;
+  for (const auto& a : kActions)
+    actions.append(nb::make_tuple(a.op == Op::kMultiply ? "*" : "+", a.value));
+  m.attr("ACTIONS") = actions;
+  m.def("apply_action", &apply_action, "window"_a, "action"_a);
+  m.def("closest_action", &closest_action, "window"_a, "target"_a);
+
+  nb::class_<LinkSpec>(m, "LinkSpec")
+      .def_ro("name", &LinkSpec::name)
+      .def_ro("delay_ms", &LinkSpec::delay_ms)
+      .def_ro("once", &LinkSpec::once)
+      .def_prop_ro("data_trace", [](const LinkSpec& s) { return s.data.trace; })
+      .def_prop_ro("ack_trace", [](const LinkSpec& s) { return s.ack.trace; })
+      .def_prop_ro("rate_mbps", [](const LinkSpec& s) { return s.data.rate_mbps; })
+      .def_prop_ro("delivery", [](const LinkSpec& s) { return s.data.delivery; })
+      .def_prop_ro("queue", [](const LinkSpec& s) { return s.data.queue; })
+      .def_prop_ro("loss", [](const LinkSpec& s) { return s.data.loss; })
+      .def("to_string", &LinkSpec::to_string)
+      .def("__repr__", [](const LinkSpec& s) { return "LinkSpec('" + s.to_string() + "')"; });
+  m.def("parse_link_spec", &parse_link_spec, "text"_a,
+        "Parses and validates a link spec; ValueError names the bad key.");
+  m.def("link_spec_keys", &link_spec_keys);
+
+  m.def("load_trace", [](const std::string& path) {
+    Trace t = load_trace(path);
+    return to_numpy<uint32_t>(std::move(t.timestamps));
+  }, "path"_a, "A mahimahi trace's timestamps (ms); ValueError names FILE:LINE.");
+
+  m.def("opportunities", [](const std::string& link, double duration_ms, uint64_t seed) {
+    LinkSpec spec = parse_link_spec(link);
+    auto direction = make_direction(spec.data, spec.delay_ms, spec.once,
+                                    derive_seed(seed, kDataDirectionPart));
+    direction->record_opportunities(true);
+    direction->advance(duration_ms);
+    std::vector<double> times = direction->opportunities();
+    while (!times.empty() && times.back() >= duration_ms) times.pop_back();
+    return to_numpy<double>(std::move(times));
+  }, "link"_a, "duration_ms"_a, "seed"_a = 1,
+     "The data direction's delivery opportunities (ms) in [0, duration), as a\n"
+     "Simulator with this seed sees them.");
+
+  m.def("scheme_catalog", [] {
+    nb::list out;
+    for (const auto& info : scheme_catalog()) {
+      nb::dict d;
+      d["name"] = info.name;
+      d["summary"] = info.summary;
+      nb::list params;
+      for (const auto& p : info.params) params.append(nb::make_tuple(p.name, p.value, p.help));
+      d["params"] = params;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("validate_scheme", [](const std::string& spec) { (void)make_controller(spec, 1); },
+        "spec"_a, "Raises ValueError if the scheme or a parameter is unknown.");
+
+  nb::class_<Simulator>(m, "Simulator")
+      .def("__init__", [](Simulator* self, const std::string& link,
+                          const std::vector<std::tuple<std::string, double, double>>& flows,
+                          uint64_t seed, bool record_log) {
+        new (self) Simulator(parse_link_spec(link), to_flows(flows), seed, record_log);
+      }, "link"_a, "flows"_a, "seed"_a = 1, "record_log"_a = true,
+         "flows: (scheme, start_ms, stop_ms) each; stop_ms < 0 runs to the end.")
+      .def("run_until", &Simulator::run_until, "until_ms"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("now_ms", &Simulator::now_ms)
+      .def_prop_ro("num_flows", &Simulator::num_flows)
+      .def_prop_ro("min_rtt_ms", &Simulator::min_rtt_ms)
+      .def("window", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return s.sender(flow).window();
+      }, "flow"_a = 0)
+      .def("in_flight", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return s.sender(flow).in_flight();
+      }, "flow"_a = 0)
+      .def("set_window", [](Simulator& s, double window, std::size_t flow) {
+        check_flow(s, flow);
+        ExternalWindow* w = s.external(flow);
+        if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
+        w->set_window(std::clamp(window, kMinWindow, kMaxWindow));
+      }, "window"_a, "flow"_a = 0)
+      .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
+        check_flow(s, flow);
+        auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action);
+        return to_numpy<float>(std::vector<float>(obs.begin(), obs.end()));
+      }, "previous_action"_a, "flow"_a = 0)
+      .def("features", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return feature_dict(s.sender(flow).features().values());
+      }, "flow"_a = 0)
+      .def("step_stats", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        const StepStats& st = s.step_stats(flow);
+        nb::dict d;
+        d["delivered_bytes"] = st.delivered_bytes;
+        d["delay_sum_ms"] = st.delay_sum_ms;
+        d["delay_max_ms"] = st.delay_max_ms;
+        d["arrivals"] = st.arrivals;
+        d["drops"] = st.drops;
+        return d;
+      }, "flow"_a = 0)
+      .def("clear_step_stats", &Simulator::clear_step_stats)
+      .def("log", [](Simulator& s) {
+        const PacketLog& l = s.log();
+        nb::dict d;
+        d["flow"] = to_numpy<int32_t>(l.flow);
+        d["seq"] = to_numpy<int64_t>(l.seq);
+        d["bytes"] = to_numpy<int32_t>(l.bytes);
+        d["send_ms"] = to_numpy<double>(l.send_ms);
+        d["arrival_ms"] = to_numpy<double>(l.arrival_ms);
+        d["dropped"] = to_numpy<uint8_t>(l.dropped);
+        return d;
+      }, "The packet log: one entry per datagram sent, numpy columns.")
+      .def("opportunities", [](Simulator& s) { return to_numpy<double>(s.opportunities()); });
+
+  m.def("run_all_until", [](std::vector<Simulator*> sims, double until_ms, int threads) {
+    nb::gil_scoped_release release;
+    run_all_until(sims, until_ms, threads);
+  }, "sims"_a, "until_ms"_a, "threads"_a = 0);
+
+  nb::class_<VecSimulator>(m, "VecSimulator")
+      .def(nb::init<std::size_t, int>(), "n"_a, "threads"_a = 1)
+      .def("__len__", &VecSimulator::size)
+      .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = 10.0)
+      .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions) {
+        if (actions.shape(0) != v.size()) throw std::invalid_argument("one action per environment");
+        v.step(actions.data());
+      }, "actions"_a, "Applies actions (-1: keep the window) and runs every simulation 10 ms.")
+      .def("observations", [](VecSimulator& v) {
+        std::vector<float> out(v.size() * kObsDim);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          SenderModel& sender = v.sim(i).sender(0);
+          auto obs = sender.features().observation(sender.window(), v.previous_action(i));
+          std::copy(obs.begin(), obs.end(), out.begin() + static_cast<long>(i * kObsDim));
+        }
+        return to_numpy_2d<float>(std::move(out), v.size(), kObsDim);
+      })
+      .def("stats", [](VecSimulator& v) {
+        // Columns: delivered bytes, mean one-way delay (ms, NaN if nothing
+        // arrived), max one-way delay, drops, window, min RTT seen (ms).
+        const std::size_t n = v.size();
+        std::vector<double> out(n * 6);
+        for (std::size_t i = 0; i < n; ++i) {
+          Simulator& s = v.sim(i);
+          const StepStats& st = s.step_stats(0);
+          double* row = out.data() + i * 6;
+          row[0] = st.delivered_bytes;
+          row[1] = st.arrivals ? st.delay_sum_ms / static_cast<double>(st.arrivals)
+                               : std::numeric_limits<double>::quiet_NaN();
+          row[2] = st.delay_max_ms;
+          row[3] = static_cast<double>(st.drops);
+          row[4] = s.sender(0).window();
+          row[5] = s.sender(0).features().values().min_rtt_ms;
+        }
+        return to_numpy_2d<double>(std::move(out), n, 6);
+      })
+      .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
+      .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a);
+}

@@ -1,0 +1,263 @@
+"""List link sets, show a link's statistics, generate synthetic cellular traces.
+
+examples:
+  ccgym links                                   the packaged link sets
+  ccgym links list indigo-synthetic             a set's links and their specs
+  ccgym links show verizon-lte-short            a packaged link, by name
+  ccgym links show rate_mbps=12,delivery=poisson,delay_ms=20
+  ccgym links show --links pantheon-calibrated --json stats.json
+  ccgym links generate --out traces/ --count 8 --mean-mbps 10
+
+A link set (--links, SET) is a TOML file or the name of a packaged one (configs/links/). A
+link spec is key=value,... with the keys of emulators/cpp/spec.hh, e.g.
+trace=FILE,ack_trace=FILE,delay_ms=20. Recorded traces are found through ${CCGYM_DATA}
+(default: ../shared/data beside the project); generated ones are cached in $CCGYM_CACHE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Collection
+
+from ccgym.errors import UserError
+from ccgym.emulators import links as links_mod
+
+# Statistics of a generated delivery process are taken over this much of it.
+GENERATED_STATS_DURATION_S = 60.0
+DEFAULT_STATS_SEED = 1            # the simulator's default seed, so `show` sees what it sees
+PROGRESS_MIN_COUNT = 4            # below this many traces a progress bar is only noise
+DEFAULT_GENERATE_MEAN_MBPS = 8.0
+DEFAULT_GENERATE_DURATION_S = 60.0
+TRACE_SUFFIX_DATA = ".down"       # mahimahi's naming: data (downlink) and ACK (uplink) traces
+TRACE_SUFFIX_ACK = ".up"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="links_command", metavar="COMMAND")
+    formatter = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("list", formatter_class=formatter,
+                       help="the links of a set (name, canonical spec); no SET: the sets",
+                       description="Print each link of a set with its canonical spec string "
+                                   "(the form every --link flag accepts).")
+    p.add_argument("set", nargs="?", metavar="SET",
+                   help="a link set: TOML file or packaged name (default: list the sets)")
+
+    p = sub.add_parser("show", formatter_class=formatter,
+                       help="a link's statistics: mean rate, 500 ms percentiles, outages, BDP",
+                       description="Statistics of the data direction of one link or of every "
+                                   "link of a set: mean rate (Mbit/s); the 5th, 50th and 95th "
+                                   "percentiles of the throughput in 500 ms windows; the "
+                                   "fraction of 500 ms windows with no delivery (outages); the "
+                                   "minimum RTT (twice the one-way delay) and the bandwidth-delay "
+                                   "product in 1500-byte packets. A trace is measured over one "
+                                   "period; a generated process (constant, poisson, burst) over "
+                                   f"{GENERATED_STATS_DURATION_S:g} s of it as the simulator "
+                                   "produces it.")
+    p.add_argument("link", nargs="?", metavar="SPEC|NAME",
+                   help="a link spec string, or the name of a link (in --links SET if given, "
+                        "else in the packaged sets)")
+    p.add_argument("--links", metavar="SET", help="a link set: TOML file or packaged name")
+    p.add_argument("--json", metavar="OUT", type=Path,
+                   help="also write the statistics as JSON to OUT ('-': standard output only)")
+    p.add_argument("--seed", type=int, default=DEFAULT_STATS_SEED,
+                   help=f"seed of a generated (poisson) process (default {DEFAULT_STATS_SEED})")
+
+    p = sub.add_parser("generate", formatter_class=formatter,
+                       help="write synthetic cellular-like traces (.down data, .up ACKs)",
+                       description="Write synthetic cellular-like mahimahi traces: for each "
+                                   "seed, NAME.down (data) and NAME.up (ACKs, an independent "
+                                   "draw). The model (ccgym.emulators.generate): a log-rate "
+                                   "random walk reflected within a range, on/off outages, "
+                                   "Poisson deliveries; its time-average is --mean-mbps. "
+                                   "Prints the paths written.")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="folder to write into (created if missing)")
+    p.add_argument("--count", type=int, default=1, metavar="N",
+                   help="number of traces, seeds K, K+1, ... (default 1)")
+    p.add_argument("--mean-mbps", type=float, default=DEFAULT_GENERATE_MEAN_MBPS, metavar="X",
+                   help=f"mean rate of each trace (default {DEFAULT_GENERATE_MEAN_MBPS:g})")
+    p.add_argument("--ack-mean-mbps", type=float, default=None, metavar="X",
+                   help="mean rate of the ACK traces (default: --mean-mbps)")
+    p.add_argument("--duration-s", type=float, default=DEFAULT_GENERATE_DURATION_S, metavar="S",
+                   help="length, the period the trace repeats with "
+                        f"(default {DEFAULT_GENERATE_DURATION_S:g})")
+    p.add_argument("--seed", type=int, default=0, metavar="K", help="first seed (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    command = getattr(args, "links_command", None)
+    if command == "list" and args.set is not None:
+        return _list_links(args.set)
+    if command in (None, "list"):
+        return _list_sets()
+    if command == "show":
+        return _show(args)
+    if command == "generate":
+        return _generate(args)
+    raise AssertionError(f"unhandled links command {command!r}")
+
+
+# ---------------------------------------------------------------- listing
+
+def _print_table(header: list[str], rows: list[list[str]], right: Collection[int] = ()) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        parts = [c.rjust(w) if i in right else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+    print(line(header))
+    for row in rows:
+        print(line(row))
+
+
+def _list_sets() -> int:
+    rows = []
+    for path in links_mod.packaged_link_sets():
+        info = links_mod.read_link_set_info(path)
+        rows.append([path.stem, info.group, str(len(info.names)), info.description])
+    _print_table(["SET", "GROUP", "LINKS", "DESCRIPTION"], rows, right={2})
+    data = links_mod.data_dir()
+    where = str(data) if data is not None else f"not found (set {links_mod.DATA_ENV})"
+    print(f"\nshared recorded data: {where}")
+    print("`ccgym links list SET` shows a set's links; --links SET selects one in every verb.")
+    return 0
+
+
+def _list_links(set_name: str) -> int:
+    links = links_mod.load_link_set(links_mod.find_link_set(set_name))
+    _print_table(["NAME", "SPEC"], [[link.name, link.spec] for link in links])
+    return 0
+
+
+# ---------------------------------------------------------------- show
+
+def _find_packaged_link(name: str) -> links_mod.Link:
+    """A link of the packaged sets by name; only the set holding it is built."""
+    for path in links_mod.packaged_link_sets():
+        if name in links_mod.read_link_set_info(path).names:
+            return _pick(links_mod.load_link_set(path), name, path.stem)
+    raise UserError(f"{name!r} is neither a link spec (key=value,...) nor the name of a link in "
+                    "the packaged sets (`ccgym links list SET` shows their names)")
+
+
+def _pick(links: list[links_mod.Link], name: str, set_name: str) -> links_mod.Link:
+    for link in links:
+        if link.name == name:
+            return link
+    raise UserError(f"no link {name!r} in {set_name}; its links: "
+                    + ", ".join(link.name for link in links))
+
+
+def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
+    if args.link is None and args.links is None:
+        raise UserError("show what? give a link spec, a link name, or --links SET")
+    if args.link is not None and "=" in args.link:
+        return links_mod.resolve_links(args.link, args.links)
+    if args.links is not None:
+        links = links_mod.resolve_links(None, args.links)
+        return links if args.link is None else [_pick(links, args.link, args.links)]
+    return [_find_packaged_link(args.link)]
+
+
+def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dict[str, Any]:
+    """Statistics of a link's data direction (see `ccgym links show --help`)."""
+    from ccgym.emulators import _core
+
+    delay_ms = float(_core.parse_link_spec(link.spec).delay_ms)
+    trace = links_mod.spec_fields(link.spec).get("trace")
+    if trace:
+        try:
+            stamps = _core.load_trace(trace)
+        except ValueError as e:
+            raise UserError(f"link {link.name}: {e}") from None
+        stats = links_mod.trace_statistics(stamps, delay_ms)
+        stats["process"] = {"kind": "trace", "path": trace}
+    else:
+        duration_ms = GENERATED_STATS_DURATION_S * 1000
+        times = _core.opportunities(link.spec, duration_ms, seed)
+        stats = links_mod.delivery_statistics(times, duration_ms, delay_ms)
+        stats["process"] = {"kind": "generated", "seed": seed}
+    return stats
+
+
+def _describe_process(process: dict[str, Any]) -> str:
+    if process["kind"] == "trace":
+        return f"trace {Path(process['path']).name}"
+    return f"generated, seed {process['seed']}"
+
+
+def _show(args: argparse.Namespace) -> int:
+    links = _links_to_show(args)
+    results = [{"name": link.name, "group": link.group, "spec": link.spec,
+                "source": link.source, "statistics": link_statistics(link, args.seed)}
+               for link in links]
+    if args.json is not None and str(args.json) == "-":
+        json.dump({"links": results}, sys.stdout, indent=2)
+        print()
+        return 0
+    rows = []
+    for r in results:
+        s = r["statistics"]
+        p = s["window_mbps_percentiles"]
+        rows.append([r["name"], f"{s['mean_mbps']:.2f}", f"{p['p5']:.2f}", f"{p['p50']:.2f}",
+                     f"{p['p95']:.2f}", f"{100 * s['outage_fraction']:.1f}",
+                     f"{s['min_rtt_ms']:g}", f"{s['bdp_packets']:.1f}",
+                     _describe_process(s["process"])])
+    _print_table(["LINK", "MEAN", "P5", "P50", "P95", "OUTAGE%", "MIN_RTT", "BDP", "DELIVERY"],
+                 rows, right=set(range(1, 8)))
+    print(f"\nrates in Mbit/s; P5/P50/P95 and OUTAGE% (no delivery) over "
+          f"{links_mod.WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
+          "BDP in 1500-byte packets")
+    if args.json is not None:
+        _write_json(args.json, {"links": results})
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _write_json(path: Path, value: Any) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value, indent=2) + "\n")
+    except OSError as e:
+        raise UserError(f"--json {path}: cannot write: {e.strerror}") from None
+
+
+# ---------------------------------------------------------------- generate
+
+def _generate(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        raise UserError(f"--count must be at least 1, got {args.count}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    ack_mean = args.mean_mbps if args.ack_mean_mbps is None else args.ack_mean_mbps
+    for flag, value in (("--mean-mbps", args.mean_mbps), ("--ack-mean-mbps", ack_mean),
+                        ("--duration-s", args.duration_s)):
+        if not value > 0:
+            raise UserError(f"{flag} must be > 0, got {value:g}")
+
+    from tqdm import tqdm
+    from ccgym.emulators import generate
+
+    written = []
+    seeds = range(args.seed, args.seed + args.count)
+    for seed in tqdm(seeds, desc="generating traces", unit="trace", file=sys.stderr,
+                     disable=args.count < PROGRESS_MIN_COUNT):
+        stem = f"cellular-{args.mean_mbps:g}mbps-seed{seed}"
+        for suffix, mean, stream in ((TRACE_SUFFIX_DATA, args.mean_mbps, generate.DATA_STREAM),
+                                     (TRACE_SUFFIX_ACK, ack_mean, generate.ACK_STREAM)):
+            try:
+                stamps = generate.generate_cellular_trace(mean, args.duration_s, seed,
+                                                          stream=stream)
+                written.append(generate.write_trace(args.out / (stem + suffix), stamps))
+            except ValueError as e:
+                raise UserError(str(e)) from None
+            except OSError as e:
+                raise UserError(f"--out {args.out}: cannot write: {e.strerror}") from None
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,162 @@
+#include "emulators/cpp/simulator.hh"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+namespace ccgym {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+uint64_t derive_seed(uint64_t seed, uint64_t part) { return seed * 0x9E3779B97F4A7C15ull + part; }
+
+void PacketLog::clear() {
+  flow.clear();
+  seq.clear();
+  bytes.clear();
+  send_ms.clear();
+  arrival_ms.clear();
+  dropped.clear();
+}
+
+Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, uint64_t seed,
+                     bool record_log)
+    : link_(link), record_log_(record_log) {
+  if (flows.empty()) throw std::invalid_argument("a simulation needs at least one flow");
+  data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
+  ack_ = make_direction(link.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
+  data_->record_opportunities(record_log);
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    const FlowSpec& f = flows[i];
+    auto controller = make_controller(f.scheme, derive_seed(seed, kFirstFlowPart + i));
+    auto* external = dynamic_cast<ExternalWindow*>(controller.get());
+    senders_.push_back(std::make_unique<SenderModel>(std::move(controller),
+                                                     static_cast<uint32_t>(i), f.packet_bytes,
+                                                     f.start_ms, f.stop_ms));
+    externals_.push_back(external);
+  }
+  step_stats_.resize(flows.size());
+}
+
+double Simulator::min_rtt_ms() const {
+  // One serialization of a data packet at the link's mean rate is not known in
+  // general; twice the propagation delay is the floor every packet pays.
+  return 2 * link_.delay_ms;
+}
+
+void Simulator::clear_step_stats() {
+  for (auto& s : step_stats_) s.clear();
+}
+
+void Simulator::deliver_data(double now_ms) {
+  data_->advance(now_ms);
+  for (const auto& drop : data_->dropped()) {
+    if (record_log_) log_.dropped[drop.tag] = 1;
+    step_stats_[drop.flow].drops++;
+  }
+  data_->clear_dropped();
+  if (data_->arrivals().empty()) return;
+  ack_->advance(now_ms);
+  for (const auto& arrival : data_->arrivals()) {
+    const Packet& p = arrival.packet;
+    const double delay = arrival.arrival_ms - p.sent_ms;
+    StepStats& stats = step_stats_[p.flow];
+    stats.delivered_bytes += p.bytes;
+    stats.delay_sum_ms += delay;
+    stats.delay_max_ms = std::max(stats.delay_max_ms, delay);
+    stats.arrivals++;
+    if (record_log_) log_.arrival_ms[p.tag] = arrival.arrival_ms;
+    Packet ack = p;
+    ack.bytes = kAckPacketBytes;
+    ack.recv_ms = arrival.arrival_ms;
+    ack_->send(ack, arrival.arrival_ms);
+  }
+  data_->clear_arrivals();
+  ack_->clear_dropped();  // lost ACKs simply never arrive
+}
+
+void Simulator::deliver_acks(double now_ms) {
+  ack_->advance(now_ms);
+  for (const auto& arrival : ack_->arrivals()) {
+    const Packet& a = arrival.packet;
+    senders_[a.flow]->on_ack(a.seq, a.sent_ms, a.recv_ms, arrival.arrival_ms);
+  }
+  ack_->clear_arrivals();
+  ack_->clear_dropped();
+}
+
+void Simulator::send_what_is_allowed(double now_ms) {
+  for (auto& sender : senders_) {
+    bool force = sender->timed_out(now_ms);
+    while (force || sender->can_send(now_ms)) {
+      force = false;
+      Packet p;
+      p.flow = sender->flow();
+      p.bytes = sender->packet_bytes();
+      p.sent_ms = now_ms;
+      p.seq = sender->on_send(now_ms);
+      if (record_log_) {
+        p.tag = log_.size();
+        log_.flow.push_back(static_cast<int32_t>(p.flow));
+        log_.seq.push_back(static_cast<int64_t>(p.seq));
+        log_.bytes.push_back(static_cast<int32_t>(p.bytes));
+        log_.send_ms.push_back(now_ms);
+        log_.arrival_ms.push_back(kNaN);
+        log_.dropped.push_back(0);
+      }
+      if (!data_->send(p, now_ms)) {
+        if (record_log_) log_.dropped[p.tag] = 1;
+        step_stats_[p.flow].drops++;
+        data_->clear_dropped();
+      }
+    }
+  }
+}
+
+double Simulator::next_event_ms() {
+  double next = std::min(data_->next_event_ms(), ack_->next_event_ms());
+  for (auto& sender : senders_) next = std::min(next, sender->next_wakeup_ms(now_ms_));
+  return next;
+}
+
+void Simulator::run_until(double until_ms) {
+  // Each pass handles everything due at one instant, in the order a packet
+  // would see it: the link moves, ACKs reach senders, senders react.
+  for (;;) {
+    const double t = std::max(now_ms_, next_event_ms());
+    if (t > until_ms) break;
+    now_ms_ = t;
+    deliver_data(t);
+    deliver_acks(t);
+    send_what_is_allowed(t);
+  }
+  now_ms_ = until_ms;
+  // Keep the capacity record up to date even when the link sat idle.
+  deliver_data(until_ms);
+  deliver_acks(until_ms);
+}
+
+void run_all_until(std::vector<Simulator*>& sims, double until_ms, int threads) {
+  const int n = static_cast<int>(sims.size());
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min(threads, n));
+  if (threads == 1) {
+    for (auto* sim : sims) sim->run_until(until_ms);
+    return;
+  }
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) sims[static_cast<std::size_t>(i)]->run_until(until_ms);
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace ccgym

@@ -1,0 +1,479 @@
+"""Link sets: TOML files of named link specs, and the `--link` / `--links` flags of every verb.
+
+A link set (configs/links/*.toml) is
+
+    group = "indigo-synthetic"
+    description = "..."
+
+    [[link]]
+    name = "synthetic-5mbps-10ms"
+    source = "where the link comes from"
+    delay_ms = 10
+    rate_mbps = 5
+    delivery = "constant"
+
+with the keys of a link spec string (emulators/cpp/spec.hh) as TOML values. A trace path may
+start with ${CCGYM_DATA} (the shared recorded data) or be relative to the TOML file. A table
+`synthetic_trace = { model = "cellular", mean_mbps = 8.0, seed = 3, duration_s = 60 }` (or
+`ack_synthetic_trace`) stands for a generated trace (ccgym.emulators.generate), written once
+into a cache folder under a name that hashes its parameters.
+
+Every link ends as a canonical spec string checked by the one C++ parser; errors become
+UserError naming the file, the link and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+
+LINK_SET_SUFFIX = ".toml"
+PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
+DATA_ENV = "CCGYM_DATA"
+CACHE_ENV = "CCGYM_CACHE"
+TRACE_CACHE_FOLDER = "traces"
+
+# Keys of one direction; the ACK direction has the same keys prefixed with `ack_`. The C++
+# parser is the authority on values; these lists let a TOML typo be reported with its file and
+# link before anything is built. TOML type expected for each key:
+_DIRECTION_KEYS: dict[str, tuple[type, ...]] = {
+    "trace": (str,),
+    "rate_mbps": (int, float),
+    "delivery": (str,),
+    "burst_packets": (int,),
+    "burst_period_ms": (int, float),
+    "queue": (str,),
+    "loss": (int, float),
+}
+SPEC_KEYS: dict[str, tuple[type, ...]] = {
+    **_DIRECTION_KEYS,
+    **{f"ack_{key}": types for key, types in _DIRECTION_KEYS.items()},
+    "delay_ms": (int, float),
+    "once": (bool,),
+}
+LINK_META_KEYS = ("name", "source")
+SYNTHETIC_KEYS = {"synthetic_trace": "trace", "ack_synthetic_trace": "ack_trace"}
+TRACE_KEYS = ("trace", "ack_trace")
+LINK_KEYS = (*LINK_META_KEYS, *SPEC_KEYS, *SYNTHETIC_KEYS)
+TOP_LEVEL_KEYS = ("group", "description", "link")
+
+SYNTHETIC_MODELS = ("cellular",)
+SYNTHETIC_REQUIRED = ("mean_mbps", "seed")
+SYNTHETIC_DEFAULT_DURATION_S = 60
+
+# A link name goes into spec strings, file names and leaderboards: keep it to a safe alphabet.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_DATA_VAR_RE = re.compile(r"\$\{([^}]*)\}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    name: str
+    group: str
+    spec: str    # canonical spec string (parses back to the same link)
+    source: str  # where the link comes from (paper, measurement, generator)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkSetInfo:
+    """What `ccgym links` lists about a set, read without building its links."""
+    path: Path
+    group: str
+    description: str
+    names: list[str]
+
+
+# ---------------------------------------------------------------- places
+
+def repo_root() -> Path:
+    """The source tree holding this file (emulators/links.py), symlinks resolved."""
+    return Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path | None:
+    """The shared recorded data: $CCGYM_DATA if set, else the first existing of the
+    conventional places beside the project; None when there is none."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    for candidate in (repo_root().parent / "shared" / "data",
+                      Path.cwd().parent / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate.resolve()
+    return None
+
+
+def cache_dir() -> Path:
+    """Where generated traces are kept: $CCGYM_CACHE/traces, else
+    ${XDG_CACHE_HOME:-~/.cache}/ccgym/traces."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        root = Path(env).expanduser()
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccgym"
+    return root / TRACE_CACHE_FOLDER
+
+
+def _packaged_links_dir() -> Path:
+    return Path(str(resources.files("ccgym.configs") / PACKAGED_LINKS_FOLDER))
+
+
+def packaged_link_sets() -> list[Path]:
+    """The link sets shipped in ccgym/configs/links, sorted by name."""
+    folder = _packaged_links_dir()
+    return sorted(p for p in folder.iterdir() if p.suffix == LINK_SET_SUFFIX)
+
+
+# ---------------------------------------------------------------- reading TOML
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such link set file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        # tomllib's message ends with "(at line L, column C)".
+        raise UserError(f"{path}: TOML syntax error: {e}") from None
+
+
+def _unknown_key(where: str, key: str, valid: tuple[str, ...] | list[str]) -> UserError:
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return UserError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(valid)}")
+
+
+def _link_tables(path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    for key in doc:
+        if key not in TOP_LEVEL_KEYS:
+            raise _unknown_key(str(path), key, TOP_LEVEL_KEYS)
+    for key in ("group", "description"):
+        if key in doc and not isinstance(doc[key], str):
+            raise UserError(f"{path}: {key!r} must be a string")
+    if "group" not in doc:
+        raise UserError(f"{path}: missing top-level key 'group'")
+    tables = doc.get("link", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise UserError(f"{path}: 'link' must be an array of tables: write each link as [[link]]")
+    if not tables:
+        raise UserError(f"{path}: no links: add [[link]] tables")
+    return tables
+
+
+def _link_label(path: Path, index: int, table: dict[str, Any]) -> str:
+    name = table.get("name")
+    who = f"link {name} (#{index + 1})" if isinstance(name, str) else f"link #{index + 1}"
+    return f"{path}: {who}"
+
+
+def read_link_set_info(path: str | os.PathLike) -> LinkSetInfo:
+    """Group, description and link names of a set, without building its links (no traces are
+    read or generated, the C++ core is not needed)."""
+    path = Path(path)
+    doc = _read_toml(path)
+    tables = _link_tables(path, doc)
+    names = [str(t.get("name", f"#{i + 1}")) for i, t in enumerate(tables)]
+    return LinkSetInfo(path=path, group=doc["group"], description=doc.get("description", ""),
+                       names=names)
+
+
+# ---------------------------------------------------------------- one link
+
+def _format_value(value: bool | int | float | str) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)  # shortest exact round-trip form
+    return str(value)
+
+
+def _expand_data(text: str, where: str) -> str:
+    """Replaces ${CCGYM_DATA}; any other ${...} is an error."""
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(1) != DATA_ENV:
+            raise UserError(f"{where}: unknown variable ${{{match.group(1)}}} in {text!r}; "
+                            f"only ${{{DATA_ENV}}} is expanded")
+        found = data_dir()
+        if found is None:
+            raise UserError(f"{where}: {text!r} needs the shared data, which was not found: "
+                            f"set {DATA_ENV} to the folder holding traces/")
+        return str(found)
+    return _DATA_VAR_RE.sub(substitute, text)
+
+
+def _resolve_trace(value: str, base: Path, where: str, key: str) -> str:
+    expanded = _expand_data(value, where)
+    path = Path(expanded).expanduser()
+    if not path.is_absolute():
+        path = base / path
+    if not path.is_file():
+        raise UserError(f"{where}: {key}: trace file not found: {path}")
+    return str(path)
+
+
+def synthetic_trace_path(params: dict[str, Any], stream: int) -> Path:
+    """Generates (once) the trace a `synthetic_trace` table describes; returns its cached path.
+
+    The file name hashes every parameter after defaults are filled in, with the generator's
+    version, so a changed model never reuses a stale file. Writes are atomic, so concurrent
+    workers loading the same set are safe.
+    """
+    from ccgym.emulators import generate  # numpy: only when a set asks for a generated trace
+
+    model_name = params.get("model", SYNTHETIC_MODELS[0])
+    if model_name not in SYNTHETIC_MODELS:
+        raise ValueError(f"unknown model {model_name!r}; valid models: {', '.join(SYNTHETIC_MODELS)}")
+    model_keys = set(generate.model_fields())
+    # Floats throughout, so that 60 and 60.0 hash to the same file.
+    model = generate.CellularModel(**{k: float(v) for k, v in params.items() if k in model_keys})
+    mean_mbps = float(params["mean_mbps"])
+    seed = int(params["seed"])
+    duration_s = float(params.get("duration_s", SYNTHETIC_DEFAULT_DURATION_S))
+    key = {"generator_version": generate.GENERATOR_VERSION, "model": model_name,
+           "mean_mbps": mean_mbps, "seed": seed, "duration_s": duration_s, "stream": stream,
+           **dataclasses.asdict(model)}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    path = cache_dir() / f"{model_name}-{mean_mbps:g}mbps-seed{seed}-{digest}.trace"
+    if not path.is_file():
+        stamps = generate.generate_cellular_trace(mean_mbps, duration_s, seed, model=model,
+                                                  stream=stream)
+        generate.write_trace(path, stamps)
+    return path
+
+
+def _synthetic(table_key: str, params: Any, where: str) -> str:
+    from ccgym.emulators import generate
+
+    label = f"{where}: {table_key}"
+    if not isinstance(params, dict):
+        raise UserError(f"{label}: must be a table, e.g. "
+                        "{ model = \"cellular\", mean_mbps = 8.0, seed = 3, duration_s = 60 }")
+    valid = ("model", *SYNTHETIC_REQUIRED, "duration_s", *generate.model_fields())
+    for key in params:
+        if key not in valid:
+            raise _unknown_key(label, key, valid)
+    for key in SYNTHETIC_REQUIRED:
+        if key not in params:
+            raise UserError(f"{label}: missing key {key!r}")
+    for key, value in params.items():
+        if key == "model":
+            ok = isinstance(value, str)
+        elif key == "seed":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok:
+            raise UserError(f"{label}: {key} has the wrong type ({type(value).__name__})")
+    stream = generate.ACK_STREAM if table_key.startswith("ack_") else generate.DATA_STREAM
+    try:
+        return str(synthetic_trace_path(params, stream))
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{label}: {e}") from None
+    except OSError as e:
+        raise UserError(f"{label}: cannot write the generated trace into {cache_dir()}: {e}") from None
+
+
+def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
+    """(name, source, spec text) of one [[link]] table; every check short of the C++ parser."""
+    where = _link_label(path, index, table)
+    for key in table:
+        if key not in LINK_KEYS:
+            raise _unknown_key(where, key, LINK_KEYS)
+    name = table.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise UserError(f"{where}: 'name' must be a string of letters, digits and . _ + -, "
+                        f"got {name!r}")
+    source = table.get("source", "")
+    if not isinstance(source, str):
+        raise UserError(f"{where}: 'source' must be a string")
+
+    values: dict[str, str] = {}
+    for key, types in SPEC_KEYS.items():
+        if key not in table:
+            continue
+        value = table[key]
+        # bool is an int in Python: accept it only where a bool is meant.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            expected = " or ".join(t.__name__ for t in types)
+            raise UserError(f"{where}: {key} must be {expected}, got {value!r}")
+        if key in TRACE_KEYS:
+            value = _resolve_trace(value, path.parent, where, key)
+        text = _format_value(value)
+        if "," in text:
+            raise UserError(f"{where}: {key}: a comma cannot appear in a spec value: {text!r}")
+        values[key] = text
+    for table_key, trace_key in SYNTHETIC_KEYS.items():
+        if table_key in table:
+            if trace_key in table:
+                raise UserError(f"{where}: give {trace_key} or {table_key}, not both")
+            values[trace_key] = _synthetic(table_key, table[table_key], where)
+    spec = ",".join([f"name={name}", *(f"{k}={v}" for k, v in values.items())])
+    return name, source, spec
+
+
+def _canonical(spec_text: str, where: str) -> str:
+    from ccgym.emulators import _core  # the C++ parser: the one authority on spec strings
+
+    try:
+        return _core.parse_link_spec(spec_text).to_string()
+    except ValueError as e:
+        raise UserError(f"{where}: {e}") from None
+
+
+def load_link_set(path: str | os.PathLike) -> list[Link]:
+    """The links of a TOML link set, each with its canonical spec; UserError on any problem.
+
+    The whole file is checked first (keys, types, trace files, generated traces), then each
+    spec by the C++ parser, so a typo is reported before anything is built.
+    """
+    path = Path(path)
+    doc = _read_toml(path)
+    tables = _link_tables(path, doc)
+    group = doc["group"]
+    drafts = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(tables):
+        name, source, spec = _spec_text(path, index, table)
+        if name in seen:
+            raise UserError(f"{_link_label(path, index, table)}: duplicate name, "
+                            f"already used by link #{seen[name] + 1}")
+        seen[name] = index
+        drafts.append((name, source, spec))
+    return [Link(name=name, group=group, spec=_canonical(spec, f"{path}: link {name}"),
+                 source=source)
+            for name, source, spec in drafts]
+
+
+# ---------------------------------------------------------------- the CLI flags
+
+def _absolute_traces(spec_text: str) -> str:
+    """Expands ${CCGYM_DATA} and makes trace paths absolute, so that a spec given on the
+    command line still names the same files in workers started elsewhere."""
+    parts = []
+    for item in spec_text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() in TRACE_KEYS:
+            value = _expand_data(value.strip(), "--link")
+            value = str(Path(value).expanduser().absolute())
+        parts.append(f"{key}{sep}{value}")
+    return ",".join(parts)
+
+
+def link_from_spec(spec_text: str) -> Link:
+    """A Link from a `--link` spec string. Its name is the spec's name=, else the trace's file
+    name, else the canonical spec itself."""
+    from ccgym.emulators import _core
+
+    try:
+        parsed = _core.parse_link_spec(_absolute_traces(spec_text))
+    except ValueError as e:
+        raise UserError(f"--link {spec_text!r}: {e}") from None
+    canonical = parsed.to_string()
+    name = parsed.name or _trace_name(canonical) or canonical
+    return Link(name=name, group="command-line", spec=canonical, source="--link")
+
+
+def _trace_name(spec_text: str) -> str | None:
+    trace = spec_fields(spec_text).get("trace")
+    return Path(trace).name if trace else None
+
+
+def spec_fields(spec_text: str) -> dict[str, str]:
+    """The key=value pairs of a (canonical) spec string, as text; no checks. For reading back
+    what the C++ parser printed, e.g. the trace path; never for validating user input."""
+    fields = {}
+    for item in spec_text.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def find_link_set(name_or_path: str) -> Path:
+    """A link set file from a path, or from the name of a packaged set ("indigo-synthetic")."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    packaged = {p.stem: p for p in packaged_link_sets()}
+    stem = name_or_path.removesuffix(LINK_SET_SUFFIX)
+    if stem in packaged and os.sep not in name_or_path:
+        return packaged[stem]
+    raise UserError(f"--links {name_or_path!r}: no such file and no packaged link set of that "
+                    f"name; packaged sets: {', '.join(sorted(packaged))}")
+
+
+def resolve_links(link: str | None, links: str | None) -> list[Link]:
+    """The links named by a verb's --link SPEC or --links FILE-or-NAME flag (exactly one)."""
+    if link is not None and links is not None:
+        raise UserError("give --link SPEC or --links SET, not both")
+    if link is not None:
+        return [link_from_spec(link)]
+    if links is not None:
+        return load_link_set(find_link_set(links))
+    raise UserError("no link given: use --link SPEC or --links SET "
+                    "(`ccgym links` lists the packaged sets)")
+
+
+# ---------------------------------------------------------------- statistics
+
+WINDOW_MS = 500.0           # the window of the throughput percentiles and outage fraction
+PERCENTILES = (5, 50, 95)
+OPPORTUNITY_BYTES = 1500
+BITS_PER_BYTE = 8
+
+
+def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> dict[str, Any]:
+    """Statistics of a delivery process from its opportunity times in [0, duration_ms].
+
+    Windows are whole WINDOW_MS intervals from 0 (a partial last one is left out); with a
+    duration shorter than one window, the whole duration is one window.
+    """
+    import numpy as np
+
+    times = np.asarray(times_ms, dtype=np.float64)
+    if not duration_ms > 0:
+        raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
+    mbit_per_opportunity = OPPORTUNITY_BYTES * BITS_PER_BYTE / 1e6
+    mean_mbps = len(times) * mbit_per_opportunity / (duration_ms / 1000)
+    window_ms = min(WINDOW_MS, duration_ms)
+    n_windows = int(duration_ms // window_ms)
+    index = np.floor(times / window_ms).astype(np.int64)
+    counts = np.bincount(index[(index >= 0) & (index < n_windows)], minlength=n_windows)
+    window_mbps = counts * mbit_per_opportunity / (window_ms / 1000)
+    min_rtt_ms = 2 * delay_ms
+    return {
+        "mean_mbps": float(mean_mbps),
+        "window_ms": float(window_ms),
+        "window_mbps_percentiles": {f"p{q}": float(v) for q, v in
+                                    zip(PERCENTILES, np.percentile(window_mbps, PERCENTILES))},
+        "outage_fraction": float(np.mean(counts == 0)),
+        "min_rtt_ms": float(min_rtt_ms),
+        "bdp_packets": float(mean_mbps * 1e6 / BITS_PER_BYTE * min_rtt_ms / 1000
+                             / OPPORTUNITY_BYTES),
+        "duration_ms": float(duration_ms),
+    }
+
+
+def trace_statistics(timestamps: Any, delay_ms: float) -> dict[str, Any]:
+    """delivery_statistics of one period of a mahimahi trace (period = its last timestamp)."""
+    import numpy as np
+
+    stamps = np.asarray(timestamps, dtype=np.int64)
+    if len(stamps) == 0 or stamps[-1] <= 0:
+        raise ValueError("a trace needs a last timestamp > 0")
+    period = int(stamps[-1])
+    # An opportunity at the period is the one at 0 of the next repetition: folding it there
+    # puts each of the trace's opportunities exactly once in [0, period).
+    return delivery_statistics(stamps % period, float(period), delay_ms)

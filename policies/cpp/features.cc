@@ -1,0 +1,62 @@
+#include "policies/cpp/features.hh"
+
+#include <algorithm>
+
+namespace ccgym {
+
+namespace {
+double ewma(double average, double sample, bool first) {
+  return first ? sample : (1 - kEwmaGain) * average + kEwmaGain * sample;
+}
+// Bytes per ms to Mbit/s.
+constexpr double kBytesPerMsToMbps = 8.0 / 1000.0;
+// Rates over intervals shorter than this are noise (Indigo floors them at 1 ms).
+constexpr double kMinRateIntervalMs = 1.0;
+}  // namespace
+
+void Features::on_sent(uint64_t seq, uint32_t bytes, double send_ms) {
+  (void)send_ms;
+  in_flight_.push_back({seq, sent_bytes_, delivered_bytes_, delivered_ms_});
+  sent_bytes_ += bytes;
+}
+
+void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_ms) {
+  // Records of datagrams older than this ACK belong to lost ones: forget them.
+  while (!in_flight_.empty() && in_flight_.front().seq < seq) in_flight_.pop_front();
+  if (in_flight_.empty() || in_flight_.front().seq != seq) return;  // unknown or duplicate
+  const SentRecord sent = in_flight_.front();
+  in_flight_.pop_front();
+
+  const double rtt = ack_ms - send_ms;
+  const bool first = !have_sample_;
+  values_.last_rtt_ms = rtt;
+  values_.min_rtt_ms = first ? rtt : std::min(values_.min_rtt_ms, rtt);
+  values_.delay_ewma_ms = ewma(values_.delay_ewma_ms, rtt - values_.min_rtt_ms, first);
+
+  delivered_bytes_ += bytes;
+  // Delivery rate as BBR measures it: bytes acknowledged since this datagram
+  // left, over the time since the ACK that was newest when it left.
+  const double delivered_interval = std::max(kMinRateIntervalMs, ack_ms - sent.delivered_ms);
+  const double delivery_rate =
+      kBytesPerMsToMbps * (delivered_bytes_ - sent.delivered_bytes) / delivered_interval;
+  // Sending rate: bytes sent since this datagram left, over its flight time.
+  const double send_interval = std::max(kMinRateIntervalMs, rtt);
+  const double send_rate = kBytesPerMsToMbps * (sent_bytes_ - sent.sent_bytes) / send_interval;
+  delivered_ms_ = ack_ms;
+
+  values_.delivery_rate_mbps = ewma(values_.delivery_rate_mbps, delivery_rate, first);
+  values_.send_rate_mbps = ewma(values_.send_rate_mbps, send_rate, first);
+  have_sample_ = true;
+}
+
+std::array<float, kObsDim> Features::observation(double window, int previous_action) const {
+  std::array<float, kObsDim> obs{};
+  obs[0] = static_cast<float>(values_.delay_ewma_ms / kDelayScaleMs);
+  obs[1] = static_cast<float>(values_.delivery_rate_mbps / kRateScaleMbps);
+  obs[2] = static_cast<float>(values_.send_rate_mbps / kRateScaleMbps);
+  obs[3] = static_cast<float>(window / kWindowScale);
+  if (previous_action >= 0 && previous_action < kNumActions) obs[4 + previous_action] = 1.0f;
+  return obs;
+}
+
+}  // namespace ccgym

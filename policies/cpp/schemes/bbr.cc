@@ -1,0 +1,280 @@
+// bbr: BBR v1 (Cardwell et al. 2016; Linux's tcp_bbr.c as the reference for the
+// details). It models the path by two numbers: btlbw, the windowed maximum of
+// delivery-rate samples over the last 10 round trips, and rtprop, the windowed
+// minimum RTT over 10 s. It paces at pacing_gain x btlbw and caps the window at
+// cwnd_gain x btlbw x rtprop (cwnd_gain 2). Modes: STARTUP (gains 2/ln 2) until
+// btlbw stops growing by 25% for 3 rounds; DRAIN (pacing gain ln 2 / 2) until
+// in-flight falls to one BDP; PROBE_BW cycling pacing gains
+// [1.25, 0.75, 1, 1, 1, 1, 1, 1], one phase per rtprop, from a random phase
+// other than 0.75; PROBE_RTT when rtprop is 10 s old: window 4 for 200 ms and a
+// round trip, then back.
+//
+// Delivery-rate samples (Cheng & Cardwell's draft): each datagram remembers, when
+// it leaves, how much had been delivered and when; its ACK gives
+// delivered-since / max(send interval, ACK interval). Those records live in a
+// Ring in seq order, pushed in on_sent and popped as ACKs (or gaps) pass them.
+// Simplified: no app-limited marking (the max filter ignores low samples anyway),
+// no loss recovery (BBR v1 barely reacts to loss; the sender does not
+// retransmit), no idle restart; timeouts change nothing.
+#include <array>
+#include <random>
+
+#include "emulators/cpp/ring.hh"
+#include "policies/cpp/schemes/schemes.hh"
+
+namespace ccgym::schemes {
+namespace {
+
+// 2/ln 2: the smallest gain that doubles the delivery rate each round in startup.
+constexpr double kHighGain = 2.885;
+constexpr std::array<double, 8> kCycleGains = {1.25, 0.75, 1, 1, 1, 1, 1, 1};
+constexpr int kDrainPhase = 1;
+constexpr uint64_t kBtlBwRounds = 10;
+constexpr double kRtpropWindowMs = 10000;
+constexpr double kProbeRttMs = 200;
+constexpr double kMinCwnd = 4;  // BBR's floor: enough for delayed ACKs to keep flowing
+constexpr double kFullBwGrowth = 1.25;
+constexpr int kFullBwRounds = 3;
+
+class Bbr final : public Controller {
+ public:
+  Bbr(double cwnd_gain, uint64_t seed) : cwnd_gain_(cwnd_gain), rng_(seed) {
+    for (BwSlot& s : btlbw_slots_) s = BwSlot{0, 0, false};
+  }
+
+  double window_size() override { return cwnd_; }
+  double pacing_rate_mbps() override { return packets_per_ms_to_mbps(pacing_rate_); }
+
+  void on_sent(uint64_t seq, double send_ms /* sender clock */) override {
+    // Nothing in flight: the next sample's intervals start now, not at an old ACK.
+    if (sent_.empty()) {
+      first_sent_ms_ = send_ms;
+      delivered_ms_ = send_ms;
+    }
+    sent_.push_back(SentRecord{seq, delivered_, delivered_ms_, first_sent_ms_, send_ms});
+  }
+
+  void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
+              double ack_ms) override {
+    // send_ms, ack_ms: sender clock.
+    now_ms_ = ack_ms;
+    while (!sent_.empty() && sent_.front().seq < seq) sent_.pop_front();  // lost
+    bool have_record = false;
+    SentRecord rec{};
+    if (!sent_.empty() && sent_.front().seq == seq) {
+      rec = sent_.front();
+      sent_.pop_front();
+      have_record = true;
+    }
+    delivered_ += 1;
+    delivered_ms_ = ack_ms;
+
+    const double rtt_ms = ack_ms - send_ms;
+    const bool rtprop_expired = have_rtprop_ && ack_ms > rtprop_stamp_ms_ + kRtpropWindowMs;
+    if (rtt_ms >= 0 && (!have_rtprop_ || rtt_ms <= rtprop_ms_ || rtprop_expired)) {
+      rtprop_ms_ = rtt_ms;
+      rtprop_stamp_ms_ = ack_ms;
+      have_rtprop_ = true;
+    }
+
+    bool round_start = false;
+    if (have_record) {
+      first_sent_ms_ = rec.send_ms;
+      if (rec.delivered >= next_round_delivered_) {
+        next_round_delivered_ = delivered_;
+        ++round_count_;
+        round_start = true;
+      }
+      const double send_elapsed = rec.send_ms - rec.first_sent_ms;
+      const double ack_elapsed = ack_ms - rec.delivered_ms;
+      const double interval = std::max(send_elapsed, ack_elapsed);
+      // Shorter than a round trip, a sample measures ACK compression, not the link.
+      if (interval > 0 && (!have_rtprop_ || interval >= rtprop_ms_)) {
+        update_btlbw((delivered_ - rec.delivered) / interval);
+      }
+    }
+
+    const double in_flight = static_cast<double>(sent_.size());
+    update_mode(round_start, rtprop_expired, in_flight);
+    update_cwnd();
+    update_pacing();
+  }
+
+  void on_timeout(double now_ms /* sender clock */) override { now_ms_ = now_ms; }
+  double timeout_ms() override {
+    return have_rtprop_ ? std::clamp(4 * rtprop_ms_, RttEstimator::kMinRtoMs, RttEstimator::kMaxRtoMs)
+                        : RttEstimator::kDefaultRtoMs;
+  }
+  std::string name() const override { return "bbr"; }
+
+ private:
+  enum class Mode { kStartup, kDrain, kProbeBw, kProbeRtt };
+
+  struct SentRecord {
+    uint64_t seq;
+    double delivered;      // packets delivered when it left
+    double delivered_ms;   // sender clock: when the last of those was acknowledged
+    double first_sent_ms;  // sender clock: send time of the packet most recently acked then
+    double send_ms;        // sender clock
+  };
+  struct BwSlot {
+    uint64_t round;
+    double rate;  // packets per ms
+    bool used;
+  };
+
+  void update_btlbw(double rate) {
+    BwSlot& slot = btlbw_slots_[round_count_ % kBtlBwRounds];
+    if (!slot.used || slot.round != round_count_) {
+      slot = BwSlot{round_count_, rate, true};
+    } else {
+      slot.rate = std::max(slot.rate, rate);
+    }
+    btlbw_ = 0;
+    for (const BwSlot& s : btlbw_slots_) {
+      if (s.used && round_count_ - s.round < kBtlBwRounds) btlbw_ = std::max(btlbw_, s.rate);
+    }
+  }
+
+  double bdp(double gain) const {
+    if (!have_rtprop_ || btlbw_ <= 0) return kInitialWindow;
+    return gain * btlbw_ * rtprop_ms_;
+  }
+
+  void enter_probe_bw() {
+    mode_ = Mode::kProbeBw;
+    pacing_gain_ = 1;
+    cwnd_gain_now_ = cwnd_gain_;
+    std::uniform_int_distribution<int> pick(0, static_cast<int>(kCycleGains.size()) - 2);
+    cycle_index_ = pick(rng_);
+    if (cycle_index_ >= kDrainPhase) ++cycle_index_;
+    pacing_gain_ = kCycleGains[static_cast<std::size_t>(cycle_index_)];
+    cycle_stamp_ms_ = now_ms_;
+  }
+
+  void update_mode(bool round_start, bool rtprop_expired, double in_flight) {
+    if (mode_ == Mode::kStartup && round_start && !filled_pipe_) {
+      if (btlbw_ >= full_bw_ * kFullBwGrowth) {
+        full_bw_ = btlbw_;
+        full_bw_count_ = 0;
+      } else if (++full_bw_count_ >= kFullBwRounds) {
+        filled_pipe_ = true;
+      }
+    }
+    if (mode_ == Mode::kStartup && filled_pipe_) {
+      mode_ = Mode::kDrain;
+      pacing_gain_ = 1 / kHighGain;
+      cwnd_gain_now_ = kHighGain;
+    }
+    if (mode_ == Mode::kDrain && in_flight <= bdp(1)) enter_probe_bw();
+
+    if (mode_ == Mode::kProbeBw) {
+      const bool full_length = now_ms_ - cycle_stamp_ms_ > rtprop_ms_;
+      bool advance = full_length;
+      if (pacing_gain_ > 1) {
+        advance = full_length && in_flight >= bdp(pacing_gain_);
+      } else if (pacing_gain_ < 1) {
+        advance = full_length || in_flight <= bdp(1);
+      }
+      if (advance) {
+        cycle_index_ = (cycle_index_ + 1) % static_cast<int>(kCycleGains.size());
+        pacing_gain_ = kCycleGains[static_cast<std::size_t>(cycle_index_)];
+        cycle_stamp_ms_ = now_ms_;
+      }
+    }
+
+    if (rtprop_expired && mode_ != Mode::kProbeRtt) {
+      mode_ = Mode::kProbeRtt;
+      pacing_gain_ = 1;
+      cwnd_gain_now_ = 1;
+      prior_cwnd_ = cwnd_;
+      probe_rtt_done_ms_ = -1;
+    }
+    if (mode_ == Mode::kProbeRtt) {
+      if (probe_rtt_done_ms_ < 0 && in_flight <= kMinCwnd) {
+        probe_rtt_done_ms_ = now_ms_ + kProbeRttMs;
+        probe_rtt_round_done_ = false;
+        next_round_delivered_ = delivered_;
+      } else if (probe_rtt_done_ms_ >= 0) {
+        if (round_start) probe_rtt_round_done_ = true;
+        if (probe_rtt_round_done_ && now_ms_ > probe_rtt_done_ms_) {
+          rtprop_stamp_ms_ = now_ms_;
+          cwnd_ = std::max(cwnd_, prior_cwnd_);
+          if (filled_pipe_) {
+            enter_probe_bw();
+          } else {
+            mode_ = Mode::kStartup;
+            pacing_gain_ = kHighGain;
+            cwnd_gain_now_ = kHighGain;
+          }
+        }
+      }
+    }
+  }
+
+  void update_cwnd() {
+    const double target = std::max(bdp(cwnd_gain_now_), kMinCwnd);
+    if (filled_pipe_) {
+      cwnd_ = std::min(cwnd_ + 1, target);
+    } else if (cwnd_ < target || delivered_ < kInitialWindow) {
+      cwnd_ += 1;
+    }
+    cwnd_ = std::max(cwnd_, kMinCwnd);
+    if (mode_ == Mode::kProbeRtt) cwnd_ = std::min(cwnd_, kMinCwnd);
+    cwnd_ = clamp_window(cwnd_);
+  }
+
+  void update_pacing() {
+    const double rate = pacing_gain_ * btlbw_;
+    // Startup only raises the rate: an early low sample must not slow the ramp.
+    if (filled_pipe_ || rate > pacing_rate_) pacing_rate_ = rate;
+  }
+
+  double cwnd_gain_;
+  std::mt19937_64 rng_;
+  Mode mode_ = Mode::kStartup;
+  double pacing_gain_ = kHighGain;
+  double cwnd_gain_now_ = kHighGain;
+  double cwnd_ = kInitialWindow;
+  double pacing_rate_ = 0;  // packets per ms; 0 until the first sample: window-limited only
+  double now_ms_ = 0;       // sender clock: the latest ACK or timeout
+
+  Ring<SentRecord> sent_{1024};
+  double delivered_ = 0;
+  double delivered_ms_ = 0;    // sender clock
+  double first_sent_ms_ = 0;   // sender clock
+
+  std::array<BwSlot, kBtlBwRounds> btlbw_slots_{};
+  double btlbw_ = 0;  // packets per ms
+  uint64_t round_count_ = 0;
+  double next_round_delivered_ = 0;
+  bool have_rtprop_ = false;
+  double rtprop_ms_ = 0;
+  double rtprop_stamp_ms_ = 0;  // sender clock
+
+  double full_bw_ = 0;
+  int full_bw_count_ = 0;
+  bool filled_pipe_ = false;
+  int cycle_index_ = 0;
+  double cycle_stamp_ms_ = 0;  // sender clock
+  double probe_rtt_done_ms_ = -1;  // sender clock; -1 until in-flight has fallen to kMinCwnd
+  bool probe_rtt_round_done_ = false;
+  double prior_cwnd_ = kInitialWindow;
+};
+
+std::unique_ptr<Controller> make(const Params& params, uint64_t seed) {
+  const double cwnd_gain = param(params, "cwnd_gain");
+  check_param(cwnd_gain >= 1, "bbr", "cwnd_gain", ">= 1", cwnd_gain);
+  return std::make_unique<Bbr>(cwnd_gain, seed);
+}
+
+}  // namespace
+
+SchemeEntry bbr_scheme() {
+  return {{"bbr",
+           "BBR v1: paces at the max delivery rate, window 2 BDP, probes bandwidth and min RTT",
+           {{"cwnd_gain", 2, "window in BDPs (btlbw x rtprop) outside startup and drain"}}},
+          &make};
+}
+
+}  // namespace ccgym::schemes

@@ -1,0 +1,229 @@
+// The classic schemes behind the Controller interface, one file each, and the
+// small pieces of bookkeeping they share (RTT estimation, loss and round
+// detection from the ACK stream, windowed minima). scheme_factory.cc turns a
+// spec string into a Params map and calls the scheme's builder.
+//
+// The sender they run under (sender.hh) does not retransmit and delivers ACKs in
+// order: a gap in the acked sequence numbers is the only sign of a loss.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policies/cpp/controller.hh"
+
+namespace ccgym::schemes {
+
+// Parameter values by name: every parameter of the scheme's SchemeInfo, the
+// defaults overridden by the spec.
+using Params = std::map<std::string, double>;
+
+struct SchemeEntry {
+  SchemeInfo info;
+  std::unique_ptr<Controller> (*make)(const Params& params, uint64_t seed);
+};
+
+SchemeEntry fixed_scheme();
+SchemeEntry aimd_scheme();
+SchemeEntry delay_scheme();
+SchemeEntry ewma_scheme();
+SchemeEntry vegas_scheme();
+SchemeEntry cubic_scheme();
+SchemeEntry bbr_scheme();
+SchemeEntry copa_scheme();
+SchemeEntry verus_scheme();
+SchemeEntry sprout_scheme();
+
+// Every scheme make_controller() knows, in catalog order (external last).
+const std::vector<SchemeEntry>& all_schemes();
+
+// A parameter the factory filled in; a missing one is a bug in the scheme's file.
+double param(const Params& params, const std::string& name);
+
+// Throws std::invalid_argument("scheme 'S': parameter 'P' must be RULE, got V")
+// unless ok: the schemes' range checks, done once in their builders.
+void check_param(bool ok, const std::string& scheme, const std::string& name, const char* rule,
+                 double value);
+// check_param for a window: in [1, kMaxSchemeWindow].
+void check_window_param(const std::string& scheme, const std::string& name, double value);
+
+inline constexpr double kPacketBytes = 1500;
+// Linux's initial window (RFC 6928).
+inline constexpr double kInitialWindow = 10;
+// An upper bound on every scheme's window, as a receive window would be: without
+// it a loss-based scheme on an infinite queue grows without limit. 20000 packets
+// is 30 MB, above the BDP of any link in the gym (1 Gbit/s x 200 ms = 16667).
+inline constexpr double kMaxSchemeWindow = 20000;
+
+inline double clamp_window(double window) {
+  if (!std::isfinite(window)) return window > 0 ? kMaxSchemeWindow : 1;
+  return std::clamp(window, 1.0, kMaxSchemeWindow);
+}
+
+// Packets (of kPacketBytes) per millisecond <-> Mbit/s.
+inline constexpr double kMbpsPerPacketPerMs = kPacketBytes * 8 / 1000;
+inline double packets_per_ms_to_mbps(double rate) { return rate * kMbpsPerPacketPerMs; }
+inline double mbps_to_packets_per_ms(double mbps) { return mbps / kMbpsPerPacketPerMs; }
+
+// RFC 6298's smoothed RTT and variation, plus the minimum ever seen. All in ms.
+class RttEstimator {
+ public:
+  void add(double rtt_ms) {
+    if (!(rtt_ms >= 0) || !std::isfinite(rtt_ms)) return;
+    latest_ = rtt_ms;
+    min_ = std::min(min_, rtt_ms);
+    if (!have_) {
+      srtt_ = rtt_ms;
+      rttvar_ = rtt_ms / 2;
+      have_ = true;
+    } else {
+      rttvar_ = 0.75 * rttvar_ + 0.25 * std::abs(srtt_ - rtt_ms);
+      srtt_ = 0.875 * srtt_ + 0.125 * rtt_ms;
+    }
+  }
+  bool have() const { return have_; }
+  double srtt() const { return srtt_; }
+  double latest() const { return latest_; }
+  double min() const { return min_; }
+  // RFC 6298's RTO, at least 200 ms as Linux's minimum. The cap is far above the
+  // RFC's usual 1 s floor because ACKs keep coming through a bloated queue: the
+  // timer runs from the last ACK, so a long RTO only delays recovery from a dead link.
+  double rto() const {
+    if (!have_) return kDefaultRtoMs;
+    return std::clamp(srtt_ + 4 * rttvar_, kMinRtoMs, kMaxRtoMs);
+  }
+
+  static constexpr double kDefaultRtoMs = 1000;
+  static constexpr double kMinRtoMs = 200;
+  static constexpr double kMaxRtoMs = 60000;
+
+ private:
+  bool have_ = false;
+  double srtt_ = 0;
+  double rttvar_ = 0;
+  double latest_ = 0;
+  double min_ = std::numeric_limits<double>::infinity();
+};
+
+// Loss events from gaps in the acked sequence, at most one per round trip: after
+// an event, losses of packets sent before it (seq <= the highest sent then) are
+// part of the same event, as in NewReno's recovery.
+class LossDetector {
+ public:
+  void on_sent(uint64_t seq) { note_sent(seq); }
+  // Returns true when this ACK reveals a new loss event.
+  bool on_ack(uint64_t seq) {
+    note_sent(seq);
+    bool event = false;
+    if (seq > next_expected_) {
+      const uint64_t last_lost = seq - 1;
+      lost_ += seq - next_expected_;
+      if (!in_recovery_ || last_lost > recovery_seq_) {
+        event = true;
+        start_recovery();
+      }
+    }
+    next_expected_ = std::max(next_expected_, seq + 1);
+    return event;
+  }
+  // A timeout ends the current flight: its losses are one event with the timeout.
+  void on_timeout() { start_recovery(); }
+  uint64_t lost() const { return lost_; }
+  uint64_t highest_sent() const { return highest_sent_; }
+  // Packets sent after the last acked one: the in-flight count without the lost.
+  uint64_t in_flight_after_acked() const {
+    return have_sent_ && highest_sent_ + 1 > next_expected_ ? highest_sent_ + 1 - next_expected_ : 0;
+  }
+
+ private:
+  void note_sent(uint64_t seq) {
+    if (!have_sent_ || seq > highest_sent_) highest_sent_ = seq;
+    have_sent_ = true;
+  }
+  void start_recovery() {
+    in_recovery_ = true;
+    recovery_seq_ = highest_sent_;
+  }
+  bool have_sent_ = false;
+  bool in_recovery_ = false;
+  uint64_t highest_sent_ = 0;
+  uint64_t next_expected_ = 0;
+  uint64_t recovery_seq_ = 0;
+  uint64_t lost_ = 0;
+};
+
+// Round trips counted on the ACK stream: a round ends when a packet sent after
+// the round began is acknowledged (or a later one, if it was lost).
+class RoundCounter {
+ public:
+  void on_sent(uint64_t seq) { next_seq_ = std::max(next_seq_, seq + 1); }
+  // True if this ACK ends a round (and starts the next).
+  bool on_ack(uint64_t seq) {
+    next_seq_ = std::max(next_seq_, seq + 1);
+    if (seq < round_end_) return false;
+    round_end_ = next_seq_;
+    ++rounds_;
+    return true;
+  }
+  uint64_t rounds() const { return rounds_; }
+
+ private:
+  uint64_t next_seq_ = 0;
+  uint64_t round_end_ = 0;
+  uint64_t rounds_ = 0;
+};
+
+// Minimum of (time, value) samples over a sliding time window, as a monotonic
+// deque on a growable ring: O(1) amortized per sample, and no allocation once
+// the ring has grown to the longest run of rising samples in a window.
+class WindowedMin {
+ public:
+  explicit WindowedMin(std::size_t capacity = 256) : items_(round_up(capacity)) {}
+
+  // Adds a sample at t_ms and forgets samples older than t_ms - window_ms.
+  void add(double t_ms, double value, double window_ms) {
+    while (count_ > 0 && back().value >= value) --count_;
+    if (count_ == items_.size()) grow();
+    items_[(head_ + count_) & mask()] = Sample{t_ms, value};
+    ++count_;
+    expire(t_ms, window_ms);
+  }
+  void expire(double now_ms, double window_ms) {
+    // The newest sample stays: a window shorter than the sample spacing still has a minimum.
+    while (count_ > 1 && items_[head_].t_ms < now_ms - window_ms) {
+      head_ = (head_ + 1) & mask();
+      --count_;
+    }
+  }
+  bool empty() const { return count_ == 0; }
+  double min() const { return count_ ? items_[head_].value : std::numeric_limits<double>::infinity(); }
+
+ private:
+  struct Sample {
+    double t_ms;
+    double value;
+  };
+  static std::size_t round_up(std::size_t n) {
+    std::size_t c = 1;
+    while (c < n) c <<= 1;
+    return c;
+  }
+  std::size_t mask() const { return items_.size() - 1; }
+  const Sample& back() const { return items_[(head_ + count_ - 1) & mask()]; }
+  void grow() {
+    std::vector<Sample> bigger(items_.size() * 2);
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = items_[(head_ + i) & mask()];
+    items_.swap(bigger);
+    head_ = 0;
+  }
+  std::vector<Sample> items_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+};
+
+}  // namespace ccgym::schemes

@@ -1,0 +1,75 @@
+#include "policies/cpp/sender.hh"
+
+#include <algorithm>
+#include <cmath>
+
+#include "emulators/cpp/delivery.hh"
+
+namespace ccgym {
+
+namespace {
+// Bits per byte over bits per ms in one Mbit/s: ms to send a byte at 1 Mbit/s.
+constexpr double kMsPerByteAtOneMbps = 8.0 / 1000.0;
+}  // namespace
+
+SenderModel::SenderModel(std::unique_ptr<Controller> controller, uint32_t flow,
+                         uint32_t packet_bytes, double start_ms, double stop_ms)
+    : controller_(std::move(controller)),
+      flow_(flow),
+      packet_bytes_(packet_bytes),
+      start_ms_(start_ms),
+      stop_ms_(stop_ms),
+      last_progress_ms_(start_ms) {}
+
+double SenderModel::current_window() {
+  const double w = controller_->window_size();
+  return std::isfinite(w) ? std::max(1.0, w) : 1.0;
+}
+
+bool SenderModel::can_send(double now_ms) {
+  if (!active(now_ms)) return false;
+  if (static_cast<double>(in_flight()) + 1 > current_window() + 1e-9) return false;
+  return now_ms >= next_paced_send_ms_;
+}
+
+uint64_t SenderModel::on_send(double now_ms) {
+  const uint64_t seq = next_seq_++;
+  features_.on_sent(seq, packet_bytes_, now_ms);
+  controller_->on_sent(seq, now_ms);
+  const double rate = controller_->pacing_rate_mbps();
+  if (rate > 0 && std::isfinite(rate)) {
+    next_paced_send_ms_ = std::max(next_paced_send_ms_, now_ms) +
+                          packet_bytes_ * kMsPerByteAtOneMbps / rate;
+  } else {
+    next_paced_send_ms_ = now_ms;
+  }
+  return seq;
+}
+
+void SenderModel::on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) {
+  next_ack_expected_ = std::max(next_ack_expected_, seq + 1);
+  last_progress_ms_ = ack_ms;
+  features_.on_ack(seq, packet_bytes_, send_ms, ack_ms);
+  controller_->on_ack(seq, send_ms, recv_ms, ack_ms);
+}
+
+bool SenderModel::timed_out(double now_ms) {
+  if (!active(now_ms)) return false;
+  if (now_ms < last_progress_ms_ + controller_->timeout_ms()) return false;
+  last_progress_ms_ = now_ms;
+  controller_->on_timeout(now_ms);
+  // The timeout's datagram goes now, whatever the pacing said.
+  next_paced_send_ms_ = std::min(next_paced_send_ms_, now_ms);
+  return true;
+}
+
+double SenderModel::next_wakeup_ms(double now_ms) {
+  if (now_ms >= stop_ms_) return kNever;
+  if (now_ms < start_ms_) return start_ms_;
+  double next = last_progress_ms_ + controller_->timeout_ms();
+  const bool window_open = static_cast<double>(in_flight()) + 1 <= current_window() + 1e-9;
+  if (window_open) next = std::min(next, std::max(now_ms, next_paced_send_ms_));
+  return next < stop_ms_ ? next : kNever;
+}
+
+}  // namespace ccgym

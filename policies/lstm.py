@@ -1,0 +1,134 @@
+"""The learned congestion-control policy: one LSTM layer over Indigo's state, a linear head to
+the logits of the discrete actions (policies/cpp/actions.hh).
+
+Two ways in:
+- `forward(obs_seq, state)` on (batch, time, OBS_DIM) sequences, for training;
+- `act(obs, state, episode_start)`, stable-baselines3's `predict` for recurrent policies: one
+  step of N environments at once, greedy, with the recurrent state zeroed where an episode
+  starts. Observations are already scaled by the C++ features (features.hh), so the policy
+  applies no normalization of its own: the deployed sender computes the same inputs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ccgym.emulators import _core
+
+# (h, c), each (num_layers=1, N, hidden_size): torch.nn.LSTM's layout.
+LstmState = tuple[torch.Tensor, torch.Tensor]
+
+DEFAULT_HIDDEN_SIZE = 32
+# Written into saved files so that a file from something else fails clearly.
+FILE_FORMAT = "ccgym-lstm-policy"
+FILE_VERSION = 1
+
+
+class LstmPolicy(nn.Module):
+    """LSTM(obs_dim -> hidden_size) then Linear(hidden_size -> num_actions)."""
+
+    def __init__(self, hidden_size: int = DEFAULT_HIDDEN_SIZE, obs_dim: int = _core.OBS_DIM,
+                 num_actions: int = _core.NUM_ACTIONS) -> None:
+        super().__init__()
+        if hidden_size < 1 or obs_dim < 1 or num_actions < 2:
+            raise ValueError(f"bad sizes: hidden_size={hidden_size}, obs_dim={obs_dim}, "
+                             f"num_actions={num_actions}")
+        self.hidden_size = hidden_size
+        self.obs_dim = obs_dim
+        self.num_actions = num_actions
+        self.lstm = nn.LSTM(obs_dim, hidden_size, num_layers=1, batch_first=True)
+        self.head = nn.Linear(hidden_size, num_actions)
+
+    def initial_state(self, n: int) -> LstmState:
+        """Zero state for n sequences."""
+        zeros = torch.zeros(1, n, self.hidden_size)
+        return zeros, zeros.clone()
+
+    def forward(self, obs_seq: torch.Tensor,
+                state: LstmState | None = None) -> tuple[torch.Tensor, LstmState]:
+        """Logits (B, T, num_actions) and the state after the last step, from (B, T, obs_dim)."""
+        if state is None:
+            state = self.initial_state(obs_seq.shape[0])
+        out, (h, c) = self.lstm(obs_seq, state)
+        return self.head(out), (h, c)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, state: LstmState | None,
+            episode_start: np.ndarray | None = None) -> tuple[np.ndarray, LstmState]:
+        """Greedy actions (N,) for one step of N environments, and the next state.
+
+        obs: (N, obs_dim) float; state: from initial_state(N) or a previous act (None means
+        zeros); episode_start: (N,) bool, True where an environment's episode begins at this
+        observation, whose state is zeroed before the step.
+        """
+        obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32))
+        if obs_t.ndim != 2 or obs_t.shape[1] != self.obs_dim:
+            raise ValueError(f"obs must be (N, {self.obs_dim}), got {tuple(obs_t.shape)}")
+        n = obs_t.shape[0]
+        if state is None:
+            state = self.initial_state(n)
+        h, c = state
+        if h.shape != (1, n, self.hidden_size) or c.shape != h.shape:
+            raise ValueError(f"state must be two (1, {n}, {self.hidden_size}) tensors, "
+                             f"got {tuple(h.shape)} and {tuple(c.shape)}")
+        if episode_start is not None:
+            starts = np.asarray(episode_start, dtype=bool)
+            if starts.shape != (n,):
+                raise ValueError(f"episode_start must be ({n},), got {starts.shape}")
+            keep = torch.as_tensor(~starts, dtype=h.dtype).view(1, n, 1)
+            h, c = h * keep, c * keep
+        logits, next_state = self(obs_t.unsqueeze(1), (h, c))
+        actions = logits[:, 0, :].argmax(dim=-1).numpy().astype(np.int64)
+        return actions, next_state
+
+    # ------------------------------------------------------------ files
+
+    def to_file_dict(self) -> dict:
+        return {"format": FILE_FORMAT, "version": FILE_VERSION,
+                "hidden_size": self.hidden_size, "obs_dim": self.obs_dim,
+                "num_actions": self.num_actions,
+                "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
+
+    @classmethod
+    def from_file_dict(cls, data: dict, where: str = "policy") -> LstmPolicy:
+        if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
+            raise ValueError(f"{where}: not a ccgym LSTM policy file")
+        if data.get("version") != FILE_VERSION:
+            raise ValueError(f"{where}: policy file version {data.get('version')} is not "
+                             f"supported (expected {FILE_VERSION})")
+        policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
+                     num_actions=int(data["num_actions"]))
+        policy.load_state_dict(data["state_dict"])
+        policy.eval()
+        return policy
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes the weights and the sizes, atomically (a reader never sees half a file)."""
+        atomic_torch_save(self.to_file_dict(), Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LstmPolicy:
+        """A policy saved by save(), in eval mode; ValueError if the file is not one."""
+        data = torch.load(Path(path), map_location="cpu", weights_only=True)
+        return cls.from_file_dict(data, where=str(path))
+
+
+def atomic_torch_save(obj: object, path: Path) -> None:
+    """torch.save into a temporary file beside `path`, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,87 @@
+"""The trained LSTM policy as a scheme of `ccgym eval`: `--schemes lstm:runs/NAME`.
+
+Every STEP_MS it reads each flow's observation from the C++ features (the ones the training
+environment and the C++ sender use), runs one batched policy step over all flows, and applies
+the chosen action to each flow's window, as the training environment does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ccgym.emulators import _core
+from ccgym.errors import UserError
+from ccgym.policies.lstm import LstmPolicy, LstmState
+
+POLICY_FILE = "policy.pt"  # the best policy inside a run folder
+
+
+def keep_action() -> int:
+    """The action that leaves the window unchanged: the 'previous action' before any decision,
+    as the vectorized simulator reports it after a reset."""
+    for index, (op, value) in enumerate(_core.ACTIONS):
+        if (op == "+" and value == 0) or (op == "*" and value == 1):
+            return index
+    raise RuntimeError("the action set has no 'keep' action")
+
+
+def resolve_policy_path(argument: str | os.PathLike) -> Path:
+    """runs/NAME -> runs/NAME/policy.pt; a file is taken as is."""
+    text = str(argument).strip()
+    if not text:
+        raise UserError("lstm: give a run folder or a policy file, e.g. lstm:runs/NAME")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        path = path / POLICY_FILE
+        if not path.is_file():
+            raise UserError(f"lstm:{text}: the run folder holds no {POLICY_FILE} yet")
+    elif not path.is_file():
+        raise UserError(f"lstm:{text}: no such run folder or policy file")
+    return path
+
+
+class LstmScheme:
+    """A SteppedScheme (ccgym.analysis.evaluate) driven by an LstmPolicy."""
+
+    def __init__(self, argument: str | os.PathLike | None = None,
+                 policy: LstmPolicy | None = None) -> None:
+        if policy is None:
+            if argument is None:
+                raise UserError("lstm: give a run folder or a policy file")
+            path = resolve_policy_path(argument)
+            try:
+                policy = LstmPolicy.load(path)
+            except (ValueError, RuntimeError, OSError) as e:
+                raise UserError(f"lstm:{argument}: cannot load the policy: {e}") from e
+        self.policy = policy
+        self.policy.eval()
+        self._state: LstmState | None = None
+        self._previous = np.zeros(0, dtype=np.int64)
+        self._starting = np.zeros(0, dtype=bool)
+
+    @classmethod
+    def from_policy(cls, policy: LstmPolicy) -> LstmScheme:
+        return cls(policy=policy)
+
+    def reset(self, slots: Sequence[Any]) -> None:
+        n = len(slots)
+        self._state = self.policy.initial_state(n)
+        self._previous = np.full(n, keep_action(), dtype=np.int64)
+        self._starting = np.ones(n, dtype=bool)
+
+    def decide(self, slots: Sequence[Any]) -> None:
+        if self._state is None or len(slots) != len(self._previous):
+            raise RuntimeError("LstmScheme.decide before reset, or with other slots")
+        obs = np.stack([slot.sim.observation(int(prev), slot.flow)
+                        for slot, prev in zip(slots, self._previous)])
+        actions, self._state = self.policy.act(obs, self._state, self._starting)
+        self._starting[:] = False
+        for slot, action in zip(slots, actions):
+            window = _core.apply_action(slot.sim.window(slot.flow), int(action))
+            slot.sim.set_window(window, slot.flow)
+        self._previous = actions

@@ -1,0 +1,85 @@
+"""The leaderboard's grouping, ordering and cells."""
+
+from __future__ import annotations
+
+from ccgym.analysis.leaderboard import format_leaderboard
+
+
+def row(link: str, scheme: str, score, **extra) -> dict:
+    base = {"link": link, "scheme": scheme, "throughput_mbps": 4.0, "delay_p95_ms": 80.0,
+            "e2e_delay_p95_ms": 100.0, "score": score, "utilization": 0.8, "loss": 0.01}
+    return {**base, **extra}
+
+
+def scheme_order(text: str, link: str) -> list[str]:
+    """Scheme names of a link's block, in printed order (sub-rows are indented and skipped)."""
+    block = text.split(f"link: {link}\n")[1].split("\n\n")[0]
+    body = block.splitlines()[2:]  # after the header and the rule
+    return [line.split()[0] for line in body if not line.startswith(" ")]
+
+
+def test_groups_by_link_with_omniscient_on_top_then_best_score_first():
+    rows = [
+        row("verizon", "cubic", -4.9),
+        row("tmobile", "sprout", -2.0),
+        row("verizon", "sprout", -3.45),
+        row("verizon", "omniscient", -2.31),
+        row("verizon", "dead", None, throughput_mbps=0.0),
+        row("verizon", "stalled", float("-inf")),
+        row("verizon", "vegas", float("nan")),
+    ]
+    text = format_leaderboard(rows)
+    assert text.index("link: verizon") < text.index("link: tmobile")
+    order = scheme_order(text, "verizon")
+    assert order[:4] == ["omniscient", "sprout", "cubic", "stalled"]
+    assert set(order[4:]) == {"dead", "vegas"}  # no score: last
+    assert scheme_order(text, "tmobile") == ["sprout"]
+
+
+def test_cells_are_scaled_and_missing_values_dashed():
+    text = format_leaderboard([row("l", "x", -1.234, utilization=0.5, loss=0.0123,
+                                   delay_p95_ms=None)])
+    header, _, line = text.splitlines()[1:4]
+    for column in ("scheme", "Mbit/s", "p95 delay ms", "e2e p95 ms", "score", "util %", "loss %"):
+        assert column in header
+    cells = line.split()
+    # x, Mbit/s, p95 (missing), e2e p95, score, util 50%, loss 1.23%
+    assert cells == ["x", "4.00", "-", "100.0", "-1.23", "50.0", "1.23"]
+
+
+def test_runs_and_score_spread():
+    text = format_leaderboard([row("l", "bbr", -3.0, runs=5, score_std=0.25)])
+    assert "bbr (5 runs)" in text
+    assert "-3.00 ± 0.25" in text
+
+
+def test_no_spread_shown_for_a_single_run():
+    text = format_leaderboard([row("l", "bbr", -3.0, runs=1, score_std=0.0)])
+    assert "bbr (1 run)" in text
+    assert "±" not in text
+
+
+def test_per_flow_sub_rows():
+    flows = [
+        {"flow": 0, "throughput_mbps": 3.0, "share": 0.75, "delay_p95_ms": 70.0,
+         "e2e_delay_p95_ms": 90.0, "score": -3.4},
+        {"flow": 1, "throughput_mbps": 1.0, "share": 0.25, "delay_p95_ms": 75.0,
+         "e2e_delay_p95_ms": 95.0, "score": -4.55},
+    ]
+    text = format_leaderboard([row("l", "cubic", -3.2, flows=flows, jain_index=0.8)])
+    lines = text.splitlines()
+    parent = next(i for i, line in enumerate(lines) if line.startswith("cubic"))
+    assert "Jain 0.800" in lines[parent]
+    assert "flow 0 (75.0% of throughput)" in lines[parent + 1]
+    assert "flow 1 (25.0% of throughput)" in lines[parent + 2]
+    assert "-4.55" in lines[parent + 2]
+
+
+def test_columns_line_up_across_links():
+    text = format_leaderboard([row("a", "x", -1.0), row("b", "a-much-longer-name", -2.0)])
+    headers = [line for line in text.splitlines() if line.startswith("scheme")]
+    assert len(headers) == 2 and headers[0] == headers[1]
+
+
+def test_no_rows():
+    assert format_leaderboard([]) == ""
