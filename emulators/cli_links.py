@@ -37,16 +37,15 @@ TRACE_SUFFIX_ACK = ".up"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="links_command", metavar="COMMAND")
-    formatter = argparse.RawDescriptionHelpFormatter
 
-    p = sub.add_parser("list", formatter_class=formatter,
+    p = sub.add_parser("list",
                        help="the links of a set (name, canonical spec); no SET: the sets",
                        description="Print each link of a set with its canonical spec string "
                                    "(the form every --link flag accepts).")
     p.add_argument("set", nargs="?", metavar="SET",
                    help="a link set: TOML file or packaged name (default: list the sets)")
 
-    p = sub.add_parser("show", formatter_class=formatter,
+    p = sub.add_parser("show",
                        help="a link's statistics: mean rate, 500 ms percentiles, outages, BDP",
                        description="Statistics of the data direction of one link or of every "
                                    "link of a set: mean rate (Mbit/s); the 5th, 50th and 95th "
@@ -66,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_STATS_SEED,
                    help=f"seed of a generated (poisson) process (default {DEFAULT_STATS_SEED})")
 
-    p = sub.add_parser("generate", formatter_class=formatter,
+    p = sub.add_parser("generate",
                        help="write synthetic cellular-like traces (.down data, .up ACKs)",
                        description="Write synthetic cellular-like mahimahi traces: for each "
                                    "seed, NAME.down (data) and NAME.up (ACKs, an independent "
@@ -157,7 +156,9 @@ def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
     if args.link is None and args.links is None:
         raise UserError("show what? give a link spec, a link name, or --links SET")
     if args.link is not None and "=" in args.link:
-        return links_mod.resolve_links(args.link, args.links)
+        if args.links is not None:
+            raise UserError("give a link spec or --links SET, not both")
+        return [links_mod.link_from_spec(args.link, where="SPEC")]
     if args.links is not None:
         links = links_mod.resolve_links(None, args.links)
         return links if args.link is None else [_pick(links, args.link, args.links)]
@@ -181,14 +182,19 @@ def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dic
         duration_ms = GENERATED_STATS_DURATION_S * 1000
         times = _core.opportunities(link.spec, duration_ms, seed)
         stats = links_mod.delivery_statistics(times, duration_ms, delay_ms)
-        stats["process"] = {"kind": "generated", "seed": seed}
+        fields = links_mod.spec_fields(link.spec)
+        # The canonical form omits `delivery` where the other keys imply it.
+        kind = fields.get("delivery") or ("burst" if "burst_packets" in fields else "constant")
+        stats["process"] = {"kind": kind, "seed": seed}
     return stats
 
 
 def _describe_process(process: dict[str, Any]) -> str:
     if process["kind"] == "trace":
         return f"trace {Path(process['path']).name}"
-    return f"generated, seed {process['seed']}"
+    if process["kind"] == "poisson":
+        return f"poisson, seed {process['seed']}"
+    return process["kind"]
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -67,7 +67,8 @@ class CellularModel:
         if not self.rate_range > 1:
             raise ValueError(f"rate_range must be > 1, got {self.rate_range}")
         if not self.volatility_per_sqrt_s >= 0:
-            raise ValueError(f"volatility_per_sqrt_s must be >= 0, got {self.volatility_per_sqrt_s}")
+            raise ValueError("volatility_per_sqrt_s must be >= 0, "
+                             f"got {self.volatility_per_sqrt_s}")
         if not self.mean_time_between_outages_s > 0:
             raise ValueError("mean_time_between_outages_s must be > 0, "
                              f"got {self.mean_time_between_outages_s}")

@@ -234,7 +234,8 @@ def synthetic_trace_path(params: dict[str, Any], stream: int) -> Path:
 
     model_name = params.get("model", SYNTHETIC_MODELS[0])
     if model_name not in SYNTHETIC_MODELS:
-        raise ValueError(f"unknown model {model_name!r}; valid models: {', '.join(SYNTHETIC_MODELS)}")
+        raise ValueError(f"unknown model {model_name!r}; "
+                         f"valid models: {', '.join(SYNTHETIC_MODELS)}")
     model_keys = set(generate.model_fields())
     # Floats throughout, so that 60 and 60.0 hash to the same file.
     model = generate.CellularModel(**{k: float(v) for k, v in params.items() if k in model_keys})
@@ -245,7 +246,8 @@ def synthetic_trace_path(params: dict[str, Any], stream: int) -> Path:
            "mean_mbps": mean_mbps, "seed": seed, "duration_s": duration_s, "stream": stream,
            **dataclasses.asdict(model)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    path = cache_dir() / f"{model_name}-{mean_mbps:g}mbps-seed{seed}-{digest}.trace"
+    stream_tag = f"-stream{stream}" if stream else ""
+    path = cache_dir() / f"{model_name}-{mean_mbps:g}mbps-seed{seed}{stream_tag}-{digest}.trace"
     if not path.is_file():
         stamps = generate.generate_cellular_trace(mean_mbps, duration_s, seed, model=model,
                                                   stream=stream)
@@ -282,7 +284,8 @@ def _synthetic(table_key: str, params: Any, where: str) -> str:
     except (ValueError, TypeError) as e:
         raise UserError(f"{label}: {e}") from None
     except OSError as e:
-        raise UserError(f"{label}: cannot write the generated trace into {cache_dir()}: {e}") from None
+        raise UserError(f"{label}: cannot write the generated trace into {cache_dir()}: "
+                        f"{e}") from None
 
 
 def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
@@ -358,28 +361,28 @@ def load_link_set(path: str | os.PathLike) -> list[Link]:
 
 # ---------------------------------------------------------------- the CLI flags
 
-def _absolute_traces(spec_text: str) -> str:
+def _absolute_traces(spec_text: str, where: str) -> str:
     """Expands ${CCGYM_DATA} and makes trace paths absolute, so that a spec given on the
     command line still names the same files in workers started elsewhere."""
     parts = []
     for item in spec_text.split(","):
         key, sep, value = item.partition("=")
         if sep and key.strip() in TRACE_KEYS:
-            value = _expand_data(value.strip(), "--link")
+            value = _expand_data(value.strip(), where)
             value = str(Path(value).expanduser().absolute())
         parts.append(f"{key}{sep}{value}")
     return ",".join(parts)
 
 
-def link_from_spec(spec_text: str) -> Link:
-    """A Link from a `--link` spec string. Its name is the spec's name=, else the trace's file
-    name, else the canonical spec itself."""
+def link_from_spec(spec_text: str, where: str = "--link") -> Link:
+    """A Link from a spec string given on the command line (`where` names it in errors). Its
+    name is the spec's name=, else the trace's file name, else the canonical spec itself."""
     from ccgym.emulators import _core
 
     try:
-        parsed = _core.parse_link_spec(_absolute_traces(spec_text))
+        parsed = _core.parse_link_spec(_absolute_traces(spec_text, where))
     except ValueError as e:
-        raise UserError(f"--link {spec_text!r}: {e}") from None
+        raise UserError(f"{where}: {e}") from None
     canonical = parsed.to_string()
     name = parsed.name or _trace_name(canonical) or canonical
     return Link(name=name, group="command-line", spec=canonical, source="--link")

@@ -1,1 +1,19 @@
-"""ccgym.envs"""
+"""ccgym.envs: gymnasium environments over the simulator.
+
+Importing this package registers "ccgym/Link-v0" (envs/link_env.py), natively vectorized
+by envs/vector.py:
+
+    import ccgym.envs, gymnasium
+    env = gymnasium.make("ccgym/Link-v0", config={"links": "indigo-synthetic"})
+    vec = gymnasium.make_vec("ccgym/Link-v0", num_envs=32,
+                             vectorization_mode="vector_entry_point")
+"""
+
+from gymnasium.envs.registration import register, registry
+
+LINK_ENV_ID = "ccgym/Link-v0"
+
+# Re-importing (e.g. in a Ray worker that already has it) must not register twice.
+if LINK_ENV_ID not in registry:
+    register(id=LINK_ENV_ID, entry_point="ccgym.envs.link_env:LinkEnv",
+             vector_entry_point="ccgym.envs.vector:VecLinkEnv")

@@ -68,6 +68,11 @@ class LstmScheme:
     def from_policy(cls, policy: LstmPolicy) -> LstmScheme:
         return cls(policy=policy)
 
+    @property
+    def previous_actions(self) -> np.ndarray:
+        """The action each slot took last (the keep action before the first decision)."""
+        return self._previous
+
     def reset(self, slots: Sequence[Any]) -> None:
         n = len(slots)
         self._state = self.policy.initial_state(n)

@@ -163,6 +163,8 @@ class Relay {
   const Counters& counters(Side side) const { return counters_[side]; }
   // Datagrams inside the relay (queued or propagating) on `side`.
   uint32_t waiting(Side side) const { return pools_[side].in_use(); }
+  // Slots allocated so far on `side`: grows only when more datagrams wait than before.
+  uint32_t pool_capacity(Side side) const { return pools_[side].capacity(); }
   const LinkDirection& direction(Side side) const { return *directions_[side]; }
 
  private:

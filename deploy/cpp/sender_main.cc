@@ -21,6 +21,7 @@
 #include "deploy/cpp/net.hh"
 #include "deploy/cpp/tsv_log.hh"
 #include "deploy/cpp/wire.hh"
+#include "emulators/cpp/delivery.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/sender.hh"
@@ -94,7 +95,7 @@ int run(int argc, char** argv) {
     flags.fail("--packet-bytes must be in [" + std::to_string(wire::kMinDataPacketBytes) + ", " +
                std::to_string(wire::kMaxDataPayloadBytes + wire::kIpUdpHeaderBytes) + "]");
   }
-  const uint64_t hidden = flags.integer("hidden");
+  [[maybe_unused]] const uint64_t hidden = flags.integer("hidden");
 
   const std::string scheme = flags.text("scheme");
   std::unique_ptr<Controller> controller;

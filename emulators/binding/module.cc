@@ -211,6 +211,10 @@ NB_MODULE(_core, m) {
         check_flow(s, flow);
         return s.sender(flow).window();
       }, "flow"_a = 0)
+      .def("packets_sent", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return s.sender(flow).next_seq();
+      }, "flow"_a = 0)
       .def("in_flight", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         return s.sender(flow).in_flight();

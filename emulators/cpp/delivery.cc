@@ -17,10 +17,14 @@ namespace {
 // Bits in one opportunity, over 1000: dividing by a rate in Mbit/s gives ms.
 constexpr double kOpportunityKbit = kOpportunityBytes * 8 / 1000.0;
 
-// Shortest text that reads back to the same double, so names and specs round-trip.
+// Shortest text that reads back to the same double (specs round-trip), in plain
+// decimals unless the magnitude makes that long: "0.0006" reads better than "6e-04".
 std::string format_number(double value) {
-  char buf[32];
-  auto result = std::to_chars(buf, buf + sizeof buf, value);
+  char buf[400];
+  const double magnitude = std::fabs(value);
+  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
+  auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
+                      : std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, result.ptr);
 }
 
@@ -172,7 +176,11 @@ void ConstantDelivery::pop() {
 }
 
 std::string ConstantDelivery::to_string() const {
-  return "constant(" + format_number(kOpportunityKbit / interval_ms_) + " Mbit/s)";
+  // Only the interval is kept; 12 digits hide the rounding of rate -> interval -> rate.
+  char buf[32];
+  auto result = std::to_chars(buf, buf + sizeof buf, kOpportunityKbit / interval_ms_,
+                              std::chars_format::general, 12);
+  return "constant(" + std::string(buf, result.ptr) + " Mbit/s)";
 }
 
 // --- PoissonDelivery ---

@@ -9,9 +9,14 @@
 namespace ccgym {
 namespace {
 
+// Shortest text that reads back to the same double (specs round-trip), in plain
+// decimals unless the magnitude makes that long: "0.0006" reads better than "6e-04".
 std::string format_number(double value) {
-  char buf[32];
-  auto result = std::to_chars(buf, buf + sizeof buf, value);
+  char buf[400];
+  const double magnitude = std::fabs(value);
+  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
+  auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
+                      : std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, result.ptr);
 }
 

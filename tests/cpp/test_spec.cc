@@ -105,6 +105,8 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
       "delivery=trace,trace=" + down + ",queue=codel,ack_rate_mbps=3,ack_delivery=poisson",
       "rate_mbps=0.1,queue=red:min=5:max=15:max_p=0.1,delay_ms=0.25",
       "burst_packets=3,burst_period_ms=12.5,ack_queue=infinite",
+      "rate_mbps=77.72,loss=6e-04,delay_ms=1e6",
+      "rate_mbps=1e-7,ack_rate_mbps=123456789.123,ack_loss=0.1234567890123,delay_ms=0.3",
   };
   for (const auto& text : texts) {
     LinkSpec s = parse_link_spec(text);
@@ -117,6 +119,8 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
   EXPECT_EQ(parse_link_spec("rate_mbps=12,delivery=constant,queue=codel,delay_ms=5").to_string(),
             parse_link_spec("delay_ms=5,queue=codel:target_ms=5,rate_mbps=12").to_string());
   EXPECT_EQ(parse_link_spec("rate_mbps=12,delay_ms=20").to_string(), "rate_mbps=12,delay_ms=20");
+  EXPECT_EQ(parse_link_spec("rate_mbps=77.72,loss=6e-04,delay_ms=1e3").to_string(),
+            "rate_mbps=77.72,loss=0.0006,delay_ms=1000");
 }
 
 TEST(SpecErrors, EachBadSpecNamesItsKey) {

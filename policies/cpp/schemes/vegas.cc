@@ -5,9 +5,12 @@
 // grows by one packet per RTT while diff < alpha and shrinks by one while
 // diff > beta, so the queue stays between alpha and beta packets. Slow start
 // doubles the window per RTT until diff exceeds gamma, then sets it to the
-// window that would leave one packet queued. Simplified: slow start doubles every
-// RTT (not every other); losses halve the window once per RTT (Reno), a timeout
-// restarts slow start from 1.
+// window that would leave gamma packets queued.
+// Slow start grows only every other RTT, as Vegas's does: the RTTs of a
+// round's packets then come from a window that did not grow meanwhile, so the
+// minimum over them is the standing queue, not the slow-start burst.
+// Simplified: losses halve the window once per RTT (Reno, no fast recovery); a
+// timeout restarts slow start from 1.
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym::schemes {
@@ -30,7 +33,7 @@ class Vegas final : public Controller {
     if (loss_.on_ack(seq)) {
       cwnd_ = clamp_window(std::max(cwnd_ / 2, 2.0));
       ssthresh_ = cwnd_;
-    } else if (cwnd_ < ssthresh_) {
+    } else if (cwnd_ < ssthresh_ && growing_round_) {
       cwnd_ = clamp_window(cwnd_ + 1);
     }
     if (rounds_.on_ack(seq)) end_round();
@@ -40,6 +43,8 @@ class Vegas final : public Controller {
     loss_.on_timeout();
     ssthresh_ = std::max(cwnd_ / 2, 2.0);
     cwnd_ = 1;
+    growing_round_ = false;
+    held_cwnd_ = cwnd_;
   }
   std::string name() const override { return "vegas"; }
 
@@ -49,18 +54,30 @@ class Vegas final : public Controller {
     round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
     if (!std::isfinite(rtt_ms) || rtt_ms <= 0) return;
     const double base_ms = rtt_.min();
-    const double diff = cwnd_ * (1 - base_ms / rtt_ms);
     if (cwnd_ < ssthresh_) {
-      if (diff > gamma_) {
-        // The window that keeps one packet queued at the rate the last round saw.
-        cwnd_ = clamp_window(std::min(cwnd_, cwnd_ * base_ms / rtt_ms + 1));
+      if (!growing_round_) {
+        // The next round's RTTs belong to packets sent under this held window.
+        held_cwnd_ = cwnd_;
+        growing_round_ = true;
+        return;
+      }
+      growing_round_ = false;
+      const double held_diff = held_cwnd_ * (1 - base_ms / rtt_ms);
+      if (held_diff > gamma_) {
+        // The window that keeps gamma packets queued at the rate the held window got.
+        cwnd_ = clamp_window(std::min(cwnd_, held_cwnd_ * base_ms / rtt_ms + gamma_));
         ssthresh_ = cwnd_;
       }
-    } else if (diff < alpha_) {
+      return;
+    }
+    const double diff = cwnd_ * (1 - base_ms / rtt_ms);
+    if (diff < alpha_) {
       cwnd_ = clamp_window(cwnd_ + 1);
     } else if (diff > beta_) {
       cwnd_ = clamp_window(cwnd_ - 1);
     }
+    // A window lowered in congestion avoidance must not re-enter slow start.
+    ssthresh_ = std::min(ssthresh_, cwnd_);
   }
 
   double alpha_;
@@ -69,6 +86,8 @@ class Vegas final : public Controller {
   double cwnd_ = kInitialWindow;
   double ssthresh_ = std::numeric_limits<double>::infinity();
   double round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
+  bool growing_round_ = false;  // slow start alternates holding and growing rounds
+  double held_cwnd_ = kInitialWindow;
   RttEstimator rtt_;
   LossDetector loss_;
   RoundCounter rounds_;

@@ -1,0 +1,56 @@
+"""Export a trained LSTM policy to ONNX: one time step, (obs, h, c) -> (logits, h_out, c_out).
+
+The graph uses elementary operators only (MatMul, Add, Sigmoid, Tanh, Mul), so the C++ sender
+runs it with OpenCV's dnn module; its metadata holds the observation scaling, the action set
+and the step. After writing, the file is checked against PyTorch with onnxruntime over
+observations from a simulated run. Examples:
+
+  ccgym export runs/quick__1__20250101-120000            # writes .../policy.onnx
+  ccgym export runs/quick__1__20250101-120000/policy.pt -o /tmp/indigo.onnx
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ccgym.errors import UserError
+
+# The check's run: a mid-grid link, long enough for the recurrent state to settle.
+CHECK_LINK = "rate_mbps=12,delay_ms=20"
+CHECK_STEPS = 300
+CHECK_TOLERANCE = 1e-4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", metavar="RUN_DIR_OR_PT",
+                        help="a run folder (its policy.pt) or a policy .pt file")
+    parser.add_argument("-o", "--output", metavar="OUT.onnx",
+                        help="where to write (default: policy.onnx beside the policy)")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip the onnxruntime-versus-PyTorch check")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccgym.deploy.export import export_policy, max_difference, recorded_observations
+    from ccgym.policies.lstm import LstmPolicy
+    from ccgym.policies.lstm_scheme import resolve_policy_path
+
+    source = resolve_policy_path(args.policy)
+    try:
+        policy = LstmPolicy.load(source)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise UserError(f"{source}: cannot load the policy: {e}") from e
+    output = Path(args.output) if args.output else source.with_suffix(".onnx")
+    if not output.resolve().parent.is_dir():
+        raise UserError(f"-o: folder {output.parent} does not exist")
+    export_policy(policy, output)
+    print(f"wrote {output} (hidden size {policy.hidden_size}, {output.stat().st_size} bytes)")
+    if not args.no_check:
+        observations = recorded_observations(policy, CHECK_LINK, CHECK_STEPS)
+        worst = max_difference(policy, output, observations)
+        print(f"onnxruntime vs PyTorch over {CHECK_STEPS} steps: max |difference| {worst:.2e}")
+        if worst > CHECK_TOLERANCE:
+            raise UserError(f"{output}: onnxruntime and PyTorch differ by {worst:.2e} "
+                            f"(> {CHECK_TOLERANCE:g}); the export is wrong")
+    return 0

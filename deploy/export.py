@@ -1,0 +1,188 @@
+"""The trained LSTM policy as an ONNX graph of ONE time step, for any ONNX runtime.
+
+    (obs [1, OBS_DIM], h [1, H], c [1, H]) -> (logits [1, NUM_ACTIONS], h_out [1, H], c_out [1, H])
+
+The graph is written node by node from the trained weights with elementary operators only
+(MatMul, Add, Sigmoid, Tanh, Mul), not as an ONNX LSTM operator: small runtimes such as
+OpenCV's dnn module (the C++ sender's) implement these everywhere, and the cell's arithmetic
+is then visible in the file. Each gate has its own weight matrices, so no Split or Slice is
+needed either. The cell is torch.nn.LSTM's:
+
+    i = sigmoid(x W_ii + h W_hi + b_i)     f = sigmoid(x W_if + h W_hf + b_f)
+    g = tanh(x W_ig + h W_hg + b_g)        o = sigmoid(x W_io + h W_ho + b_o)
+    c' = f * c + i * g                     h' = o * tanh(c')
+    logits = h' W_head + b_head
+
+metadata_props carries what a deployment must match: the observation's scaling constants
+(the C++ features' DELAY_SCALE_MS, RATE_SCALE_MBPS, WINDOW_SCALE), the action set, the
+decision interval, and the sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ccgym.emulators import _core
+from ccgym.policies.lstm import LstmPolicy
+
+OPSET = 17
+# ONNX IR version 8 is what opset 17 shipped with; older runtimes refuse newer IR versions.
+IR_VERSION = 8
+GATES = ("i", "f", "g", "o")  # torch.nn.LSTM's order of the gates in its stacked weights
+ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul"})
+FORMAT = "ccgym-lstm-step"
+FORMAT_VERSION = "1"
+OBS_LAYOUT = ("0 EWMA queueing delay / delay_scale_ms; 1 EWMA delivery rate / rate_scale_mbps; "
+              "2 EWMA sending rate / rate_scale_mbps; 3 window / window_scale; "
+              "4.. previous action one-hot")
+
+
+def metadata(policy: LstmPolicy) -> dict[str, str]:
+    """The graph's metadata_props: everything the inputs and outputs mean."""
+    from ccgym import __version__
+
+    return {
+        "ccgym.format": FORMAT,
+        "ccgym.format_version": FORMAT_VERSION,
+        "ccgym.version": __version__,
+        "obs_dim": str(policy.obs_dim),
+        "hidden_size": str(policy.hidden_size),
+        "num_actions": str(policy.num_actions),
+        "step_ms": repr(float(_core.STEP_MS)),
+        "actions": json.dumps([[op, float(value)] for op, value in _core.ACTIONS]),
+        "min_window": repr(float(_core.MIN_WINDOW)),
+        "max_window": repr(float(_core.MAX_WINDOW)),
+        "delay_scale_ms": repr(float(_core.DELAY_SCALE_MS)),
+        "rate_scale_mbps": repr(float(_core.RATE_SCALE_MBPS)),
+        "window_scale": repr(float(_core.WINDOW_SCALE)),
+        "obs_layout": OBS_LAYOUT,
+        "action": "argmax of logits; the state (h, c) starts at zeros",
+    }
+
+
+def _weights(policy: LstmPolicy) -> dict[str, np.ndarray]:
+    """Per-gate matrices laid out for x @ W (in, out), biases b_ih + b_hh."""
+    lstm = policy.lstm
+    hidden = policy.hidden_size
+    w_ih = lstm.weight_ih_l0.detach().cpu().numpy().astype(np.float32)  # (4H, D)
+    w_hh = lstm.weight_hh_l0.detach().cpu().numpy().astype(np.float32)  # (4H, H)
+    bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0).detach().cpu().numpy().astype(np.float32)
+    out = {}
+    for k, gate in enumerate(GATES):
+        rows = slice(k * hidden, (k + 1) * hidden)
+        out[f"W_x{gate}"] = np.ascontiguousarray(w_ih[rows].T)
+        out[f"W_h{gate}"] = np.ascontiguousarray(w_hh[rows].T)
+        out[f"b_{gate}"] = bias[rows].reshape(1, hidden)
+    out["W_head"] = np.ascontiguousarray(
+        policy.head.weight.detach().cpu().numpy().astype(np.float32).T)
+    out["b_head"] = policy.head.bias.detach().cpu().numpy().astype(np.float32).reshape(1, -1)
+    return out
+
+
+def build_model(policy: LstmPolicy) -> onnx.ModelProto:
+    """The one-step graph of a policy, checked by onnx.checker."""
+    hidden, dim, actions = policy.hidden_size, policy.obs_dim, policy.num_actions
+    weights = _weights(policy)
+    nodes = []
+
+    def node(op: str, inputs: list[str], output: str) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=f"{op}_{output}"))
+        return output
+
+    activation = {"i": "Sigmoid", "f": "Sigmoid", "g": "Tanh", "o": "Sigmoid"}
+    gate = {}
+    for g in GATES:
+        x_part = node("MatMul", ["obs", f"W_x{g}"], f"x_{g}")
+        h_part = node("MatMul", ["h", f"W_h{g}"], f"h_{g}")
+        summed = node("Add", [x_part, h_part], f"xh_{g}")
+        pre = node("Add", [summed, f"b_{g}"], f"pre_{g}")
+        gate[g] = node(activation[g], [pre], f"gate_{g}")
+    kept = node("Mul", [gate["f"], "c"], "c_kept")
+    written = node("Mul", [gate["i"], gate["g"]], "c_written")
+    node("Add", [kept, written], "c_out")
+    squashed = node("Tanh", ["c_out"], "c_squashed")
+    node("Mul", [gate["o"], squashed], "h_out")
+    head = node("MatMul", ["h_out", "W_head"], "head")
+    node("Add", [head, "b_head"], "logits")
+
+    def value(name: str, width: int) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, width])
+
+    graph = helper.make_graph(
+        nodes, "ccgym_lstm_step",
+        inputs=[value("obs", dim), value("h", hidden), value("c", hidden)],
+        outputs=[value("logits", actions), value("h_out", hidden), value("c_out", hidden)],
+        initializer=[numpy_helper.from_array(array, name) for name, array in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="ccgym")
+    model.ir_version = IR_VERSION
+    helper.set_model_props(model, metadata(policy))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def export_policy(policy: LstmPolicy, path: str | os.PathLike) -> Path:
+    """Writes the one-step graph to path, atomically; returns the path."""
+    path = Path(path)
+    model = build_model(policy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        onnx.save_model(model, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def max_difference(policy: LstmPolicy, path: str | os.PathLike,
+                   observations: np.ndarray) -> float:
+    """Largest absolute difference between onnxruntime and torch over a sequence of
+    observations (T, OBS_DIM), in logits and in the carried state, step by step."""
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    h = np.zeros((1, policy.hidden_size), dtype=np.float32)
+    c = np.zeros_like(h)
+    state = policy.initial_state(1)
+    worst = 0.0
+    with torch.no_grad():
+        for obs in np.asarray(observations, dtype=np.float32):
+            obs = obs.reshape(1, -1)
+            logits, h, c = session.run(["logits", "h_out", "c_out"], {"obs": obs, "h": h, "c": c})
+            ref, state = policy(torch.from_numpy(obs).unsqueeze(1), state)
+            worst = max(worst,
+                        float(np.max(np.abs(logits - ref[:, 0].numpy()))),
+                        float(np.max(np.abs(h - state[0][0].numpy()))),
+                        float(np.max(np.abs(c - state[1][0].numpy()))))
+    return worst
+
+
+def recorded_observations(policy: LstmPolicy, link: str, steps: int,
+                          seed: int = 1) -> np.ndarray:
+    """Observations (steps, OBS_DIM) of the policy driving one simulated flow, as
+    `ccgym eval --schemes lstm:...` runs it: inputs a deployed policy really sees."""
+    from ccgym.analysis.evaluate import Slot
+    from ccgym.emulators.links import link_from_spec
+    from ccgym.policies.lstm_scheme import LstmScheme
+
+    sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
+    slot = Slot(sim, 0, link_from_spec(link), seed)
+    scheme = LstmScheme.from_policy(policy)
+    scheme.reset([slot])
+    out = []
+    for k in range(steps):
+        out.append(sim.observation(int(scheme.previous_actions[0]), 0))
+        scheme.decide([slot])
+        sim.run_until((k + 1) * float(_core.STEP_MS))
+    return np.stack(out).astype(np.float32)

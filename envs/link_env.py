@@ -1,0 +1,287 @@
+"""One emulated link as a gymnasium environment: "ccgym/Link-v0".
+
+Each episode runs one link, drawn by the env's np_random from the config's links, in
+the virtual-time simulator with one "external" flow whose window the agent sets.
+
+- observation: Box(OBS_DIM,) float32, Indigo's state as the C++ core computes it (the
+  same code the UDP sender runs): queueing-delay EWMA, delivery-rate EWMA, sending-rate
+  EWMA, window, each scaled by a named constant of policies/cpp/features.hh, then the
+  previous action one-hot. Never recomputed here.
+- action: Discrete(NUM_ACTIONS), Indigo's /2, -10, +0, +10, x2, applied to the window by
+  the C++ apply_action; one step is STEP_MS (10 ms) of virtual time.
+- reward: the contest's objective, ln(throughput) - ln(delay), per step and normalized
+  by the link, so that 0 is ideal on every link and rewards of links compare:
+
+      reward = throughput_weight * ln(max(delivered, THROUGHPUT_FLOOR * rate) / rate)
+             - delay_weight      * ln(max(delay, DELAY_FLOOR_MS) / max(propagation, DELAY_FLOOR_MS))
+
+  delivered: Mbit/s delivered during the step; rate: the link's mean rate; delay: the mean
+  one-way delay of the packets that arrived during the step, or, when none arrived, the
+  previous step's delay plus STEP_MS (the contest's end-to-end delay grows 1 ms per ms
+  while nothing arrives; the first step starts from the propagation delay); propagation:
+  the link's one-way delay. The floor keeps an idle step finite (ln 0.01 = -4.6).
+- info: ideal_window (the oracle's window now), expert_action (the action from the
+  current window closest to it), window, link (name), delivered_mbps, delay_ms (the
+  delay of the reward).
+- episodes never terminate; they truncate after ceil(episode_ms / STEP_MS) steps.
+
+Seeding: reset(seed=s) seeds np_random, which draws each episode's link and simulation
+seed; a first reset without a seed uses the config's seed (if any). The same seed gives
+the same rollout. The oracle's window of a link is computed once per link with the
+config's oracle_seed and oracle_duration_ms (for links whose ideal is not the BDP, a
+search of a few seconds at the first episode on that link; cached on disk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ccgym.emulators import _core
+from ccgym.emulators.links import Link, find_link_set, link_from_spec, load_link_set
+from ccgym.errors import UserError
+from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window, mean_rate_mbps
+
+# Indigo's training grid: the links to learn on when none are named.
+DEFAULT_LINKS = "indigo-synthetic"
+# An idle step scores ln(1/100) on throughput rather than -inf.
+THROUGHPUT_FLOOR = 0.01
+# Delays are compared at millisecond resolution; this also covers links with no delay.
+DELAY_FLOOR_MS = 1.0
+BITS_PER_BYTE = 8
+BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
+# Episode simulation seeds are drawn below this bound (any non-negative int64 would do).
+SIM_SEED_BOUND = 2**31
+# The action that keeps the window: the previous action of a fresh episode, as the
+# C++ VecSimulator also starts.
+HOLD_ACTION = [tuple(a) for a in _core.ACTIONS].index(("+", 0.0))
+
+
+@dataclass
+class EnvConfig:
+    """The environment's one config object; every field is checked when it is built.
+
+    links: spec strings, or the name/path of a link set (a string), or a list mixing
+    both (an entry with '=' is a spec, any other a link set).
+    """
+
+    links: list[str] | str = DEFAULT_LINKS
+    episode_ms: float = 10_000.0
+    initial_window: float = 10.0
+    throughput_weight: float = 1.0
+    delay_weight: float = 1.0
+    seed: int | None = None
+    oracle_seed: int = 1
+    # How long each oracle search run is; None: as `ccgym eval` runs the link (a trace
+    # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
+    oracle_duration_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_links_value(self.links)
+        _check_number("episode_ms", self.episode_ms, low=_core.STEP_MS)
+        _check_number("initial_window", self.initial_window, low=_core.MIN_WINDOW,
+                      high=_core.MAX_WINDOW)
+        _check_number("throughput_weight", self.throughput_weight, low=0.0)
+        _check_number("delay_weight", self.delay_weight, low=0.0)
+        if self.seed is not None:
+            _check_int("seed", self.seed)
+        _check_int("oracle_seed", self.oracle_seed)
+        if self.oracle_duration_ms is not None:
+            _check_number("oracle_duration_ms", self.oracle_duration_ms, low=_core.STEP_MS)
+
+    @classmethod
+    def build(cls, config: Mapping[str, Any] | EnvConfig | None = None,
+              **overrides: Any) -> EnvConfig:
+        """A config from a dict, an EnvConfig or nothing, with keyword overrides."""
+        if isinstance(config, EnvConfig):
+            values = dataclasses.asdict(config)
+        elif config is None:
+            values = {}
+        elif isinstance(config, Mapping):
+            values = dict(config)
+        else:
+            raise ValueError(f"EnvConfig: config must be a dict or an EnvConfig, "
+                             f"got {type(config).__name__}")
+        values.update(overrides)
+        valid = [f.name for f in dataclasses.fields(cls)]
+        for key in values:
+            if key not in valid:
+                raise ValueError(f"EnvConfig: unknown key {key!r}; valid keys: {', '.join(valid)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def episode_steps(self) -> int:
+        return math.ceil(self.episode_ms / _core.STEP_MS)
+
+
+def _check_number(key: str, value: Any, low: float, high: float = math.inf) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and low <= value <= high)
+    if not ok:
+        bound = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+        raise ValueError(f"EnvConfig: {key} must be a number {bound}, got {value!r}")
+
+
+def _check_int(key: str, value: Any) -> None:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"EnvConfig: {key} must be an integer >= 0, got {value!r}")
+
+
+def _check_links_value(links: Any) -> None:
+    entries = [links] if isinstance(links, str) else links
+    if not isinstance(entries, (list, tuple)) or not entries or not all(
+            isinstance(e, str) and e.strip() for e in entries):
+        raise ValueError("EnvConfig: links must be a link set name or path, or a non-empty "
+                         f"list of link spec strings, got {links!r}")
+
+
+def resolve_env_links(links: list[str] | str) -> list[Link]:
+    """The Link objects a config names; ValueError naming 'links' on any problem."""
+    entries = [links] if isinstance(links, str) else list(links)
+    out: list[Link] = []
+    try:
+        for entry in entries:
+            if "=" in entry:
+                out.append(link_from_spec(entry))
+            else:
+                out.extend(load_link_set(find_link_set(entry)))
+    except UserError as e:
+        raise ValueError(f"EnvConfig: links: {e}") from None
+    return out
+
+
+# ---------------------------------------------------------------- shared with the vector env
+
+@dataclass(frozen=True)
+class LinkProfile:
+    """What the reward and the expert need of a link, computed once per link."""
+
+    name: str
+    spec: str
+    rate_mbps: float   # mean delivery rate: the throughput of a full link
+    delay_ms: float    # one-way propagation delay
+    ideal: IdealWindow
+
+
+@lru_cache(maxsize=4096)
+def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None) -> LinkProfile:
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
+                       ideal_window(link.spec, oracle_seed, oracle_duration_ms))
+
+
+def observation_space() -> spaces.Box:
+    """Rates, delays and the window are >= 0 and unbounded; the one-hot is in [0, 1]."""
+    scaled = 4
+    high = np.array([np.inf] * scaled + [1.0] * _core.NUM_ACTIONS, dtype=np.float32)
+    assert high.shape == (_core.OBS_DIM,)
+    return spaces.Box(low=np.zeros(_core.OBS_DIM, np.float32), high=high, dtype=np.float32)
+
+
+def draw_episode(rng: np.random.Generator, num_links: int) -> tuple[int, int]:
+    """(link index, simulation seed) of the next episode."""
+    index = int(rng.integers(num_links))
+    return index, int(rng.integers(SIM_SEED_BOUND))
+
+
+def delivered_mbps(delivered_bytes: Any) -> Any:
+    return delivered_bytes * BITS_PER_BYTE / _core.STEP_MS / BITS_PER_KBIT
+
+
+def step_delay_ms(mean_delay_ms: Any, previous_delay_ms: Any) -> Any:
+    """The step's delay: its arrivals' mean one-way delay, else the last one plus STEP_MS."""
+    return np.where(np.isnan(mean_delay_ms), previous_delay_ms + _core.STEP_MS, mean_delay_ms)
+
+
+def step_reward(delivered: Any, delay_ms: Any, rate_mbps: Any, propagation_ms: Any,
+                throughput_weight: float, delay_weight: float) -> Any:
+    """The normalized per-step objective of the module docstring (arrays or scalars)."""
+    throughput_term = np.log(np.maximum(delivered, THROUGHPUT_FLOOR * rate_mbps) / rate_mbps)
+    delay_term = np.log(np.maximum(delay_ms, DELAY_FLOOR_MS)
+                        / np.maximum(propagation_ms, DELAY_FLOOR_MS))
+    return throughput_weight * throughput_term - delay_weight * delay_term
+
+
+# ---------------------------------------------------------------- the environment
+
+class LinkEnv(gym.Env[np.ndarray, np.int64]):
+    """One link per episode; see the module docstring for spaces, reward and info."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, config: Mapping[str, Any] | EnvConfig | None = None,
+                 **kwargs: Any) -> None:
+        self.config = EnvConfig.build(config, **kwargs)
+        self.links = resolve_env_links(self.config.links)
+        self.observation_space = observation_space()
+        self.action_space = spaces.Discrete(_core.NUM_ACTIONS)
+        self._sim: Any = None
+        self._profile: LinkProfile | None = None
+        self._previous_action = HOLD_ACTION
+        self._previous_delay = 0.0
+        self._steps = 0
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is None and self._np_random is None:
+            seed = self.config.seed
+        super().reset(seed=seed)
+        index, sim_seed = draw_episode(self.np_random, len(self.links))
+        self._profile = link_profile(self.links[index], self.config.oracle_seed,
+                                     self.config.oracle_duration_ms)
+        self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
+                                    False)
+        self._sim.set_window(self.config.initial_window)
+        self._previous_action = HOLD_ACTION
+        self._previous_delay = self._profile.delay_ms
+        self._steps = 0
+        return self._observation(), self._info(0.0, self._previous_delay)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        a = int(action)
+        if not 0 <= a < _core.NUM_ACTIONS:  # the C++ side indexes its action table with it
+            raise ValueError(f"action must be in [0, {_core.NUM_ACTIONS}), got {action!r}")
+        sim = self._sim
+        sim.clear_step_stats()
+        sim.set_window(_core.apply_action(sim.window(), a))
+        sim.run_until(sim.now_ms + _core.STEP_MS)
+        self._previous_action = a
+        self._steps += 1
+
+        stats = sim.step_stats()
+        mean_delay = (stats["delay_sum_ms"] / stats["arrivals"] if stats["arrivals"]
+                      else math.nan)
+        delay = float(step_delay_ms(mean_delay, self._previous_delay))
+        self._previous_delay = delay
+        delivered = float(delivered_mbps(stats["delivered_bytes"]))
+        p = self._profile
+        reward = float(step_reward(delivered, delay, p.rate_mbps, p.delay_ms,
+                                   self.config.throughput_weight, self.config.delay_weight))
+        truncated = self._steps >= self.config.episode_steps
+        return self._observation(), reward, False, truncated, self._info(delivered, delay)
+
+    def _observation(self) -> np.ndarray:
+        return np.asarray(self._sim.observation(self._previous_action), dtype=np.float32)
+
+    def _info(self, delivered: float, delay_ms: float) -> dict[str, Any]:
+        window = float(self._sim.window())
+        ideal = float(self._profile.ideal.window(self._sim.now_ms))
+        return {"ideal_window": ideal, "expert_action": expert_action(window, ideal),
+                "window": window, "link": self._profile.name, "delivered_mbps": delivered,
+                "delay_ms": delay_ms}
+
+    def expert_action(self) -> int:
+        """The oracle's action now (as in the last info)."""
+        window = float(self._sim.window())
+        return expert_action(window, self._profile.ideal.window(self._sim.now_ms))

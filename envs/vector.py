@@ -1,0 +1,170 @@
+"""N links stepped together in C++: the natively vectorized "ccgym/Link-v0".
+
+    env = VecLinkEnv(num_envs, config, threads=0)    # or gymnasium.make_vec(
+                                                     #   "ccgym/Link-v0", num_envs,
+                                                     #   vectorization_mode="vector_entry_point")
+    obs, infos = env.reset(seed=s)                   # obs: (N, OBS_DIM) float32
+    obs, rewards, terminated, truncated, infos = env.step(actions)   # actions: (N,) ints
+    infos["expert_action"]                           # (N,) int64: the oracle's actions for obs
+    env.expert_actions()                             # the same, without an info dict
+
+Sub-environment i behaves exactly as a LinkEnv with the same config reset with seed s + i
+(test_vector.py checks this step by step): the same links, simulation seeds, observations,
+rewards and infos (see envs/link_env.py for their definitions). One call steps every
+simulation STEP_MS in C++ on `threads` threads (0: one per core) without the GIL.
+
+Autoreset is gymnasium's SAME_STEP mode: when an episode ends, the step that ends it
+returns the first observation of the slot's next episode (a new link drawn from the
+slot's own np_random), with the ended episode's last observation and info in
+infos["final_obs"] (object array) and infos["final_info"] (dict of arrays), each with
+its "_final_obs" / "_final_info" mask. So every returned observation needs a decision
+and has an expert label; a recurrent policy resets its state where
+terminated | truncated. Episodes never terminate and all have the same length, so every
+slot truncates and resets on the same step.
+
+infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
+delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ccgym.emulators import _core
+from ccgym.envs.link_env import (HOLD_ACTION, EnvConfig, LinkProfile, delivered_mbps,
+                                 draw_episode, link_profile, observation_space,
+                                 resolve_env_links, step_delay_ms, step_reward)
+from ccgym.oracle.ideal import expert_action
+
+# Columns of VecSimulator.stats() (emulators/binding/module.cc).
+STAT_DELIVERED_BYTES = 0
+STAT_MEAN_DELAY_MS = 1
+STAT_WINDOW = 4
+
+
+class VecLinkEnv(VectorEnv):
+    """num_envs LinkEnvs in one C++ VecSimulator; see the module docstring."""
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int, config: Mapping[str, Any] | EnvConfig | None = None,
+                 threads: int = 0, **kwargs: Any) -> None:
+        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if not isinstance(threads, int) or threads < 0:
+            raise ValueError(f"threads must be an integer >= 0 (0: one per core), got {threads!r}")
+        self.config = EnvConfig.build(config, **kwargs)
+        self.links = resolve_env_links(self.config.links)
+        self.num_envs = num_envs
+        self.single_observation_space = observation_space()
+        self.single_action_space = spaces.Discrete(_core.NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+
+        self._vec = _core.VecSimulator(num_envs, threads)
+        self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        self._profiles: list[LinkProfile | None] = [None] * num_envs
+        self._rate = np.ones(num_envs)
+        self._propagation = np.zeros(num_envs)
+        self._previous_delay = np.zeros(num_envs)
+        self._steps = 0
+        self._all = np.ones(num_envs, dtype=bool)
+        self._expert = np.full(num_envs, HOLD_ACTION, dtype=np.int64)
+
+    # ------------------------------------------------------------ gymnasium API
+
+    def reset(self, *, seed: int | Sequence[int] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        for i, s in enumerate(self._seeds(seed)):
+            if s is not None or self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random(s)
+        for i in range(self.num_envs):
+            self._reset_slot(i)
+        self._steps = 0
+        zeros = np.zeros(self.num_envs)
+        return self._vec.observations(), self._infos(zeros, self._previous_delay.copy())
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          dict[str, Any]]:
+        self._vec.step(np.ascontiguousarray(actions, dtype=np.int32))
+        self._steps += 1
+        stats = self._vec.stats()
+        delivered = delivered_mbps(stats[:, STAT_DELIVERED_BYTES])
+        delay = step_delay_ms(stats[:, STAT_MEAN_DELAY_MS], self._previous_delay)
+        self._previous_delay = delay
+        rewards = step_reward(delivered, delay, self._rate, self._propagation,
+                              self.config.throughput_weight, self.config.delay_weight)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        ended = self._steps >= self.config.episode_steps
+        truncated = np.full(self.num_envs, ended)
+        obs = self._vec.observations()
+        infos = self._infos(delivered, delay, stats[:, STAT_WINDOW])
+        if ended:
+            infos = self._autoreset(obs, infos)
+            obs = self._vec.observations()
+        return obs, rewards, terminated, truncated, infos
+
+    def expert_actions(self) -> np.ndarray:
+        """The oracle's actions for the last returned observations, (N,) int64."""
+        return self._expert.copy()
+
+    # ------------------------------------------------------------ internals
+
+    def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
+        if seed is None:
+            base = self.config.seed if all(r is None for r in self._rngs) else None
+            return [None if base is None else base + i for i in range(self.num_envs)]
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
+        return seeds
+
+    def _reset_slot(self, i: int) -> None:
+        index, sim_seed = draw_episode(self._rngs[i], len(self.links))
+        profile = link_profile(self.links[index], self.config.oracle_seed,
+                               self.config.oracle_duration_ms)
+        self._vec.reset(i, profile.spec, sim_seed, self.config.initial_window)
+        self._profiles[i] = profile
+        self._rate[i] = profile.rate_mbps
+        self._propagation[i] = profile.delay_ms
+        self._previous_delay[i] = profile.delay_ms
+
+    def _autoreset(self, obs: np.ndarray, infos: dict[str, Any]) -> dict[str, Any]:
+        """Every slot's episode ended on this step: start the next ones (SAME_STEP)."""
+        final_obs = np.empty(self.num_envs, dtype=object)
+        for i in range(self.num_envs):
+            final_obs[i] = obs[i]
+        for i in range(self.num_envs):
+            self._reset_slot(i)
+        self._steps = 0
+        fresh = self._infos(np.zeros(self.num_envs), self._previous_delay.copy())
+        fresh.update({"final_obs": final_obs, "_final_obs": self._all.copy(),
+                      "final_info": infos, "_final_info": self._all.copy()})
+        return fresh
+
+    def _infos(self, delivered: np.ndarray, delay: np.ndarray,
+               windows: np.ndarray | None = None) -> dict[str, Any]:
+        n = self.num_envs
+        if windows is None:
+            windows = np.array([self._vec.window(i) for i in range(n)])
+        ideal = np.array([self._profiles[i].ideal.window(self._vec.now_ms(i)) for i in range(n)])
+        self._expert = np.array([expert_action(w, g) for w, g in zip(windows, ideal)],
+                                dtype=np.int64)
+        links = np.empty(n, dtype=object)
+        links[:] = [p.name for p in self._profiles]
+        infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
+                 "window": np.asarray(windows, dtype=np.float64), "link": links,
+                 "delivered_mbps": np.asarray(delivered, dtype=np.float64),
+                 "delay_ms": np.asarray(delay, dtype=np.float64)}
+        for key in list(infos):
+            infos[f"_{key}"] = self._all.copy()
+        return infos

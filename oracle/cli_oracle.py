@@ -1,0 +1,88 @@
+"""The ideal window of each link (the oracle DAgger imitates) and how well it scores.
+
+For each link: the bandwidth-delay product (rate x min RTT, in 1500-byte packets); the
+oracle's window: the BDP on a constant-rate link with an infinite queue and no loss, the
+best fixed window by search elsewhere, and on a trace link a time-varying window (the
+opportunities of the next min RTT, times a margin found by search); the contest score of
+the oracle's window and of the BDP. A trace link runs its trace once, other links 30 s,
+as `ccgym eval` runs them. Searches are cached in $CCGYM_CACHE/oracle.
+
+examples:
+  ccgym oracle --link rate_mbps=12,delay_ms=20,queue=droptail:packets=20
+  ccgym oracle --links indigo-synthetic --json oracle.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ccgym.errors import UserError
+
+if TYPE_CHECKING:
+    from ccgym.oracle.ideal import OracleSummary
+
+HEADERS = ("link", "BDP (pkts)", "ideal window", "score", "BDP score")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--link", metavar="SPEC",
+                       help="one link spec, e.g. 'rate_mbps=12,delay_ms=20,loss=0.01'")
+    where.add_argument("--links", metavar="SET",
+                       help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
+    parser.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
+    parser.add_argument("--duration-s", type=float, default=None,
+                        help="run length of each search run (default: a trace once, else 30 s)")
+    parser.add_argument("--json", metavar="OUT",
+                        help="write a JSON list of {link, bdp_packets, ideal_window, margin, "
+                             "score, bdp_score}")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ccgym.analysis.cli_eval import write_json_atomically
+    from ccgym.emulators.links import resolve_links
+    from ccgym.oracle.ideal import summarize_link
+
+    if args.duration_s is not None and not args.duration_s > 0:
+        raise UserError("--duration-s must be positive")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise UserError(f"--json: folder {Path(args.json).parent} does not exist")
+    links = resolve_links(args.link, args.links)
+    duration_ms = None if args.duration_s is None else args.duration_s * 1000.0
+
+    summaries = []
+    for link in tqdm(links, desc="oracle", unit="link", disable=args.no_progress, leave=False):
+        summaries.append(summarize_link(link.name, link.spec, args.seed, duration_ms))
+    print(format_table(summaries))
+    if args.json:
+        write_json_atomically(Path(args.json), [s.to_dict() for s in summaries])
+    return 0
+
+
+def _ideal_text(summary: OracleSummary) -> str:
+    if summary.margin is not None:
+        return f"time-varying, margin {summary.margin:g}"
+    return f"{summary.ideal_window:.1f}"
+
+
+def _score_text(score: float) -> str:
+    return f"{score:.3f}" if math.isfinite(score) else str(score)
+
+
+def format_table(summaries: list[OracleSummary]) -> str:
+    rows = [list(HEADERS)] + [
+        [s.link, f"{s.bdp_packets:.1f}", _ideal_text(s), _score_text(s.score),
+         _score_text(s.bdp_score)]
+        for s in summaries]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)

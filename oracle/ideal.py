@@ -1,0 +1,473 @@
+"""The ideal congestion window of a link, and the expert action that steers toward it.
+
+Three cases, as Indigo's oracle (Pantheon paper, Sec. 5):
+
+- A constant-rate link with an infinite queue and no loss: the ideal window is the
+  bandwidth-delay product, rate x min RTT / 1500 bytes (min RTT = 2 x one-way delay).
+- A link whose best window is not the BDP (finite queue, loss, Poisson or burst
+  delivery, a shaped ACK direction): the best *fixed* window by search. Windows near
+  the BDP are simulated (`fixed:W`, all candidates of one round batched on threads in
+  C++) and scored with the contest's metric; the grid is refined around the best.
+- A trace link: a time-varying window read off the trace itself. At time t it is the
+  number of delivery opportunities the link makes in [t, t + min RTT), times a margin;
+  the margin is found by the same search, simulating the schedule on an external flow
+  set every STEP_MS exactly as `ccgym eval --schemes oracle` does.
+
+Searches run as long as `ccgym eval` runs a link (a trace once, other links 30 s), so
+the score reported by `ccgym oracle` is the oracle's score on the leaderboard. Results
+are cached per (spec, seed, duration) in the process and in JSON files under
+$CCGYM_CACHE/oracle (default ~/.cache/ccgym/oracle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ccgym.analysis.metrics import summarize
+from ccgym.emulators import _core
+
+PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
+BITS_PER_BYTE = 8
+MS_PER_S = 1000.0
+BITS_PER_MBIT = 1e6
+
+# The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
+SEARCH_LOW_FACTOR = 0.5
+SEARCH_HIGH_FACTOR = 2.0
+COARSE_POINTS = 9   # a ratio of 2^(1/4) between neighbours over 0.5..2 x BDP
+REFINE_POINTS = 7   # each refinement spans the best point's two neighbours
+SEARCH_ROUNDS = 5   # the first grid plus refinements; a round adding nothing ends it
+# When the best candidate is at the edge of those tried, the next round looks this far beyond.
+EDGE_FACTOR = 2.0
+# Margins are rounded so that cached and printed values are tidy; a finer margin changes
+# the window by less than a packet at any realistic BDP.
+MARGIN_DECIMALS = 3
+MARGIN_BOUNDS = (0.05, 20.0)
+# A fixed window is a whole number of packets (the sender keeps in_flight + 1 <= window).
+# The fixed scheme accepts windows up to 20000; the stepped interface clamps to MAX_WINDOW.
+FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
+# The trace horizon never falls below one decision step (a link with no propagation delay).
+MIN_HORIZON_MS = float(_core.STEP_MS)
+# Non-trace links without a constant rate (burst delivery) are measured over this long.
+RATE_ESTIMATE_MS = 10_000.0
+
+CACHE_ENV = "CCGYM_CACHE"
+CACHE_FOLDER = "oracle"
+# Bump when the search or the simulator changes what a cached result would be.
+CACHE_VERSION = 1
+
+# The data direction has no shaping beyond its rate, and the ACK direction at most a
+# constant rate: the only ACK keys a canonical spec then prints.
+_PLAIN_ACK_KEYS = frozenset({"ack_rate_mbps"})
+
+
+class IdealWindow(Protocol):
+    """The oracle's window for one link, as a function of time."""
+
+    def window(self, now_ms: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class ConstantIdealWindow:
+    """A window that does not change: the BDP, or the best fixed window by search.
+
+    score is the search's score of this window (None when the BDP rule set it).
+    """
+
+    value: float
+    method: str  # "bdp" or "search"
+    score: float | None = None
+
+    def window(self, now_ms: float) -> float:
+        return self.value
+
+
+class TraceIdealWindow:
+    """margin x the delivery opportunities in [now, now + horizon), in [MIN_WINDOW, MAX_WINDOW].
+
+    opportunities_ms must cover [0, period_ms + period_ms + horizon_ms) of the link as the
+    simulator makes them; from period_ms on the trace repeats, so any later time folds
+    back into [period_ms, 2 period_ms). A trace that runs once has period_ms = inf.
+    """
+
+    def __init__(self, opportunities_ms: np.ndarray, period_ms: float, horizon_ms: float,
+                 margin: float = 1.0, score: float | None = None) -> None:
+        self.opportunities_ms = np.sort(np.asarray(opportunities_ms, dtype=np.float64))
+        self.period_ms = float(period_ms)
+        self.horizon_ms = float(horizon_ms)
+        self.margin = float(margin)
+        self.score = score
+
+    @classmethod
+    def for_link(cls, link_spec: str, margin: float = 1.0, seed: int = 1,
+                 score: float | None = None) -> TraceIdealWindow:
+        """The schedule of a trace link, read from the simulator's own delivery process."""
+        parsed = _core.parse_link_spec(link_spec)
+        if not parsed.data_trace:
+            raise ValueError(f"not a trace link: {link_spec}")
+        period = float(_core.load_trace(parsed.data_trace)[-1])
+        horizon = horizon_ms(parsed.delay_ms)
+        span = (period if parsed.once else 2 * period) + horizon + 1
+        opportunities = _core.opportunities(link_spec, span, seed)
+        return cls(opportunities, math.inf if parsed.once else period, horizon, margin, score)
+
+    def with_margin(self, margin: float, score: float | None = None) -> TraceIdealWindow:
+        return TraceIdealWindow(self.opportunities_ms, self.period_ms, self.horizon_ms,
+                                margin, score)
+
+    def opportunities_ahead(self, now_ms: np.ndarray | float) -> np.ndarray:
+        """How many opportunities fall in [now, now + horizon), for each time."""
+        t = np.asarray(now_ms, dtype=np.float64)
+        if math.isfinite(self.period_ms):
+            t = np.where(t >= self.period_ms,
+                         self.period_ms + np.mod(t - self.period_ms, self.period_ms), t)
+        o = self.opportunities_ms
+        return (np.searchsorted(o, t + self.horizon_ms, side="left")
+                - np.searchsorted(o, t, side="left"))
+
+    def windows(self, now_ms: np.ndarray | float) -> np.ndarray:
+        ahead = self.opportunities_ahead(now_ms)
+        return np.clip(self.margin * ahead, _core.MIN_WINDOW, _core.MAX_WINDOW)
+
+    def window(self, now_ms: float) -> float:
+        return float(self.windows(now_ms))
+
+    def __repr__(self) -> str:
+        return (f"TraceIdealWindow(margin={self.margin}, horizon_ms={self.horizon_ms}, "
+                f"period_ms={self.period_ms})")
+
+
+# ---------------------------------------------------------------- link figures
+
+def horizon_ms(delay_ms: float) -> float:
+    """The trace window's look-ahead: the min RTT (twice the one-way delay)."""
+    return max(2.0 * delay_ms, MIN_HORIZON_MS)
+
+
+def bdp_packets(rate_mbps: float, delay_ms: float) -> float:
+    """rate x min RTT (2 x one-way delay) in 1500-byte packets."""
+    bytes_per_ms = rate_mbps * BITS_PER_MBIT / BITS_PER_BYTE / MS_PER_S
+    return bytes_per_ms * 2.0 * delay_ms / PACKET_BYTES
+
+
+def _rate_of(count: int, duration_ms: float) -> float:
+    return count * PACKET_BYTES * BITS_PER_BYTE / BITS_PER_MBIT / (duration_ms / MS_PER_S)
+
+
+@lru_cache(maxsize=1024)
+def mean_rate_mbps(link_spec: str, seed: int = 1) -> float:
+    """The data direction's mean delivery rate: its rate, else a trace's lines per period,
+    else measured over RATE_ESTIMATE_MS (burst delivery)."""
+    parsed = _core.parse_link_spec(link_spec)
+    if parsed.rate_mbps > 0:
+        return float(parsed.rate_mbps)
+    if parsed.data_trace:
+        stamps = _core.load_trace(parsed.data_trace)
+        return _rate_of(len(stamps), float(stamps[-1]))
+    return _rate_of(len(_core.opportunities(link_spec, RATE_ESTIMATE_MS, seed)), RATE_ESTIMATE_MS)
+
+
+def is_plain_constant_link(link_spec: str) -> bool:
+    """Constant-rate data direction, infinite queue, no loss, and an ACK direction that
+    is at most a constant rate: the links whose ideal window is the BDP."""
+    parsed = _core.parse_link_spec(link_spec)
+    ack_keys = {key for key in _spec_keys(parsed.to_string()) if key.startswith("ack_")}
+    return (not parsed.data_trace and parsed.delivery == "constant"
+            and parsed.queue == "infinite" and parsed.loss == 0
+            and ack_keys <= _PLAIN_ACK_KEYS)
+
+
+def _spec_keys(canonical: str) -> list[str]:
+    return [item.partition("=")[0].strip() for item in canonical.split(",") if "=" in item]
+
+
+def default_duration_ms(link_spec: str) -> float:
+    """How long `ccgym eval` runs this link: the searches score over the same span."""
+    from ccgym.analysis.evaluate import link_duration_ms
+    from ccgym.emulators.links import Link
+
+    return link_duration_ms(Link(name="", group="", spec=link_spec, source=""), None)
+
+
+# ---------------------------------------------------------------- scoring candidates
+
+def _score(sim: Any, duration_ms: float) -> float:
+    return summarize(sim.log(), sim.opportunities(), duration_ms).score
+
+
+def _rank(score: float) -> float:
+    """NaN (nothing measurable) ranks below every real score."""
+    return -math.inf if math.isnan(score) else score
+
+
+def fixed_window_scores(link_spec: str, windows: Sequence[float], seed: int = 1,
+                        duration_ms: float | None = None, threads: int = 0) -> list[float]:
+    """The contest score of `fixed:W` for each window, the runs batched on threads."""
+    duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
+    sims = [_core.Simulator(link_spec, [(f"fixed:{float(w)!r}", 0.0, -1.0)], seed)
+            for w in windows]
+    _core.run_all_until(sims, duration, threads)
+    return [_score(sim, duration) for sim in sims]
+
+
+def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]],
+                    seed: int = 1, duration_ms: float | None = None,
+                    threads: int = 0) -> list[float]:
+    """The score of each window schedule on an external flow, set every STEP_MS.
+
+    The stepping is `ccgym eval`'s for Python-decided schemes: the window for
+    [k STEP_MS, (k+1) STEP_MS) is the schedule's value at k STEP_MS.
+    """
+    duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
+    sims = [_core.Simulator(link_spec, [("external", 0.0, -1.0)], seed) for _ in schedules]
+    steps = math.ceil(duration / _core.STEP_MS)
+    for k in range(steps):
+        for sim, schedule in zip(sims, schedules):
+            sim.set_window(schedule(sim.now_ms))
+        _core.run_all_until(sims, min(duration, (k + 1) * _core.STEP_MS), threads)
+    return [_score(sim, duration) for sim in sims]
+
+
+def _trace_schedule_scores(ideal: TraceIdealWindow, link_spec: str, margins: Sequence[float],
+                           seed: int, duration_ms: float) -> list[float]:
+    # The window at each step is precomputed in numpy: the loop then only sets it.
+    steps = math.ceil(duration_ms / _core.STEP_MS)
+    times = np.arange(steps) * _core.STEP_MS
+    tables = [ideal.with_margin(m).windows(times) for m in margins]
+    schedules = [_table_schedule(table) for table in tables]
+    return schedule_scores(link_spec, schedules, seed, duration_ms)
+
+
+def _table_schedule(table: np.ndarray) -> Callable[[float], float]:
+    def schedule(now_ms: float) -> float:
+        return float(table[int(round(now_ms / _core.STEP_MS))])
+    return schedule
+
+
+# ---------------------------------------------------------------- the search
+
+def grid_search(score_many: Callable[[list[float]], list[float]], first_grid: Sequence[float],
+                snap: Callable[[np.ndarray], np.ndarray], bounds: tuple[float, float],
+                rounds: int = SEARCH_ROUNDS, exact: Sequence[float] = ()) -> tuple[float, float]:
+    """Maximizes a score over a positive parameter: a grid, then finer log grids between
+    the best point's neighbours (or beyond it, when it is at an edge), until a round
+    adds nothing. Grid points are snapped (e.g. to whole packets); `exact` values are
+    scored in the first round as given. Ties go to the smaller value (less queueing).
+    """
+    tried: dict[float, float] = {}
+    grid = np.asarray(first_grid, dtype=np.float64)
+    extra = [float(x) for x in exact]
+    for _ in range(rounds):
+        snapped = np.unique(snap(np.clip(grid, *bounds)))
+        new = sorted({float(x) for x in [*snapped, *extra] if float(x) not in tried})
+        extra = []
+        if not new:
+            break
+        tried.update(zip(new, score_many(new)))
+        grid = _finer_grid(sorted(tried), _best(tried), bounds)
+    best = _best(tried)
+    return best, tried[best]
+
+
+def _best(tried: dict[float, float]) -> float:
+    return max(sorted(tried), key=lambda x: (_rank(tried[x]), -x))
+
+
+def _finer_grid(points: list[float], best: float, bounds: tuple[float, float]) -> np.ndarray:
+    i = points.index(best)
+    low = points[i - 1] if i > 0 else max(bounds[0], best / EDGE_FACTOR)
+    high = points[i + 1] if i + 1 < len(points) else min(bounds[1], best * EDGE_FACTOR)
+    return np.geomspace(low, high, REFINE_POINTS)
+
+
+def _first_grid(center: float) -> np.ndarray:
+    return np.geomspace(center * SEARCH_LOW_FACTOR, center * SEARCH_HIGH_FACTOR, COARSE_POINTS)
+
+
+def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
+                      candidates: Sequence[float] | None = None) -> tuple[float, float]:
+    """Indigo's best fixed window: (window in packets, its contest score).
+
+    Without candidates, whole windows near the BDP are searched, and the BDP itself is
+    always among those scored, so the result is never worse than the BDP. With
+    candidates, exactly those are scored.
+    """
+    duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
+
+    def score_many(windows: list[float]) -> list[float]:
+        return fixed_window_scores(link_spec, windows, seed, duration)
+
+    if candidates is not None:
+        windows = [float(w) for w in candidates]
+        if not windows:
+            raise ValueError("candidates is empty")
+        scores = dict(zip(windows, score_many(windows)))
+        best = _best(scores)
+        return best, scores[best]
+    parsed = _core.parse_link_spec(link_spec)
+    bdp = float(np.clip(bdp_packets(mean_rate_mbps(link_spec, seed), parsed.delay_ms),
+                        *FIXED_WINDOW_BOUNDS))
+    return grid_search(score_many, _first_grid(bdp), np.round, FIXED_WINDOW_BOUNDS, exact=[bdp])
+
+
+def best_trace_margin(link_spec: str, seed: int = 1,
+                      duration_ms: float | None = None) -> tuple[float, float]:
+    """The margin of a trace link's time-varying window with the best score: (margin, score)."""
+    duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
+    ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
+
+    def score_many(margins: list[float]) -> list[float]:
+        return _trace_schedule_scores(ideal, link_spec, margins, seed, duration)
+
+    return grid_search(score_many, _first_grid(1.0), lambda g: np.round(g, MARGIN_DECIMALS),
+                       MARGIN_BOUNDS, exact=[1.0])
+
+
+# ---------------------------------------------------------------- choosing and caching
+
+_MEMORY: dict[tuple[str, int, float], IdealWindow] = {}
+
+
+def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None) -> IdealWindow:
+    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule.
+
+    Searches are cached per (spec, seed, duration) in the process and on disk.
+    """
+    canonical = _core.parse_link_spec(link_spec).to_string()
+    duration = default_duration_ms(canonical) if duration_ms is None else float(duration_ms)
+    key = (canonical, int(seed), duration)
+    if key not in _MEMORY:
+        _MEMORY[key] = _compute_ideal(canonical, int(seed), duration)
+    return _MEMORY[key]
+
+
+def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
+    parsed = _core.parse_link_spec(spec)
+    if parsed.data_trace:
+        margin, score = _cached("trace", spec, seed, duration_ms,
+                                lambda: best_trace_margin(spec, seed, duration_ms))
+        return TraceIdealWindow.for_link(spec, margin, seed, score)
+    if is_plain_constant_link(spec):
+        bdp = bdp_packets(parsed.rate_mbps, parsed.delay_ms)
+        # A window outside the sender's range cannot be set: the nearest one can.
+        return ConstantIdealWindow(float(np.clip(bdp, _core.MIN_WINDOW, _core.MAX_WINDOW)), "bdp")
+    window, score = _cached("fixed", spec, seed, duration_ms,
+                            lambda: best_fixed_window(spec, seed, duration_ms))
+    return ConstantIdealWindow(window, "search", score)
+
+
+def expert_action(window: float, ideal: float) -> int:
+    """The action whose result is closest to the ideal window (the C++ definition)."""
+    return int(_core.closest_action(window, ideal))
+
+
+def oracle_cache_dir() -> Path:
+    """$CCGYM_CACHE/oracle, else ${XDG_CACHE_HOME:-~/.cache}/ccgym/oracle."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        root = Path(env).expanduser()
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccgym"
+    return root / CACHE_FOLDER
+
+
+def _trace_identity(path: str) -> list[Any]:
+    """A trace's path, size and modification time: an edited trace misses the cache."""
+    if not path:
+        return []
+    stat = os.stat(path)
+    return [path, stat.st_size, stat.st_mtime_ns]
+
+
+def _cache_path(kind: str, spec: str, seed: int, duration_ms: float) -> Path:
+    parsed = _core.parse_link_spec(spec)
+    key = {"version": CACHE_VERSION, "kind": kind, "spec": spec, "seed": seed,
+           "duration_ms": duration_ms, "data_trace": _trace_identity(parsed.data_trace),
+           "ack_trace": _trace_identity(parsed.ack_trace)}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    return oracle_cache_dir() / f"{kind}-{digest}.json"
+
+
+def _cached(kind: str, spec: str, seed: int, duration_ms: float,
+            compute: Callable[[], tuple[float, float]]) -> tuple[float, float]:
+    """(value, score) from the disk cache, else computed and stored (best effort)."""
+    path = _cache_path(kind, spec, seed, duration_ms)
+    try:
+        stored = json.loads(path.read_text())
+        return float(stored["value"]), float(stored["score"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    value, score = compute()
+    # Python's json writes and reads back -Infinity and NaN: this file is only ours to read.
+    _store(path, {"value": value, "score": score, "spec": spec, "seed": seed,
+                  "duration_ms": duration_ms})
+    return value, score
+
+
+def _store(path: Path, record: dict[str, Any]) -> None:
+    # Atomic (write then rename), so concurrent workers never read half a file; a read-only
+    # cache only costs a recomputation.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- a link's summary
+
+@dataclass(frozen=True)
+class OracleSummary:
+    """What `ccgym oracle` reports of a link. ideal_window is None for a trace link (its
+    window varies; margin says how it is scaled) and margin None otherwise."""
+
+    link: str
+    bdp_packets: float
+    ideal_window: float | None
+    margin: float | None
+    score: float
+    bdp_score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: NaN and infinite scores become None (strict JSON has neither)."""
+        def number(value: float | None) -> float | None:
+            return value if value is not None and math.isfinite(value) else None
+
+        return {"link": self.link, "bdp_packets": self.bdp_packets,
+                "ideal_window": self.ideal_window, "margin": self.margin,
+                "score": number(self.score), "bdp_score": number(self.bdp_score)}
+
+
+def summarize_link(name: str, link_spec: str, seed: int = 1,
+                   duration_ms: float | None = None) -> OracleSummary:
+    """The BDP, the oracle's window and both their scores over one run of the link."""
+    duration = default_duration_ms(link_spec) if duration_ms is None else float(duration_ms)
+    delay = _core.parse_link_spec(link_spec).delay_ms
+    bdp = bdp_packets(mean_rate_mbps(link_spec, seed), delay)
+    bdp_window = float(np.clip(bdp, *FIXED_WINDOW_BOUNDS))
+    [bdp_score] = fixed_window_scores(link_spec, [bdp_window], seed, duration)
+    ideal = ideal_window(link_spec, seed, duration)
+    if isinstance(ideal, TraceIdealWindow):
+        return OracleSummary(name, bdp, None, ideal.margin, _known(ideal.score), bdp_score)
+    assert isinstance(ideal, ConstantIdealWindow)
+    # The BDP rule's window is the BDP window just measured (both clamped alike).
+    score = bdp_score if ideal.method == "bdp" else _known(ideal.score)
+    return OracleSummary(name, bdp, ideal.value, None, score, bdp_score)
+
+
+def _known(score: float | None) -> float:
+    return math.nan if score is None else score

@@ -1,0 +1,745 @@
+// The classic schemes, driven directly: by hand (a few sends and ACKs with
+// chosen times) and over FakePath, a small exact model of a constant-rate
+// bottleneck written here so that these tests do not depend on the simulator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policies/cpp/controller.hh"
+
+namespace ccgym {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------
+// FakePath: one window-limited (and optionally paced) sender, as sender.hh
+// describes it, over a bottleneck with one delivery opportunity every
+// 1/packets_per_ms ms (unused ones are lost), a droptail queue in front of it,
+// i.i.d. loss, outages (no opportunities), and delay_ms of propagation each way.
+// Departure times are exact: a FIFO queue at a known rate needs no time steps.
+struct FakeLinkConfig {
+  double packets_per_ms = 1;  // 12 Mbit/s with 1500-byte packets
+  double delay_ms = 20;       // one way, in each direction
+  std::size_t queue_packets = std::numeric_limits<std::size_t>::max();
+  double loss = 0;
+  std::vector<std::pair<double, double>> outages;  // [start, end) ms without opportunities
+  uint64_t seed = 1;
+};
+
+class FakePath {
+ public:
+  FakePath(Controller& cc, FakeLinkConfig config) : cc_(cc), config_(std::move(config)), rng_(config_.seed) {}
+
+  void run_until(double end_ms) {
+    while (true) {
+      send_what_is_allowed();
+      const double next = next_event_ms();
+      if (next > end_ms) {
+        now_ms_ = end_ms;
+        return;
+      }
+      now_ms_ = next;
+      while (!acks_.empty() && acks_.front().ack_ms <= now_ms_) {
+        const Ack a = acks_.front();
+        acks_.pop_front();
+        cc_.on_ack(a.seq, a.send_ms, a.recv_ms, a.ack_ms);
+        check_outputs();
+        next_ack_expected_ = std::max(next_ack_expected_, a.seq + 1);
+        last_progress_ms_ = now_ms_;
+        rtts_.push_back({a.ack_ms, a.ack_ms - a.send_ms});
+      }
+      if (now_ms_ >= last_progress_ms_ + timeout()) {
+        cc_.on_timeout(now_ms_);
+        check_outputs();
+        ++timeouts_;
+        send_one();
+        last_progress_ms_ = now_ms_;
+      }
+    }
+  }
+
+  // Measurements below cover departures from the bottleneck in [from_ms, now].
+  void measure_from(double from_ms) { measure_from_ms_ = from_ms; }
+  double utilization() const {
+    double span = now_ms_ - measure_from_ms_;
+    for (const auto& [start, end] : config_.outages) {
+      span -= std::max(0.0, std::min(end, now_ms_) - std::max(start, measure_from_ms_));
+    }
+    double delivered = 0;
+    for (const auto& [departure, queued] : departure_log_) delivered += measured(departure);
+    return delivered / (span * config_.packets_per_ms);
+  }
+  double mean_queue_delay_ms() const {
+    double n = 0;
+    double sum = 0;
+    for (const auto& [departure, queued] : departure_log_) {
+      n += measured(departure);
+      sum += measured(departure) * queued;
+    }
+    return n > 0 ? sum / n : 0;
+  }
+  double min_rtt_ms() const { return 2 * config_.delay_ms; }
+  // The q-quantile of the RTTs acknowledged at or after from_ms.
+  double rtt_quantile(double q, double from_ms) const {
+    std::vector<double> v;
+    for (const auto& [t, rtt] : rtts_) {
+      if (t >= from_ms) v.push_back(rtt);
+    }
+    if (v.empty()) return kInf;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+  }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t sent() const { return next_seq_; }
+  uint64_t timeouts() const { return timeouts_; }
+  uint64_t in_flight() const { return next_seq_ - next_ack_expected_; }
+  uint64_t invalid_outputs() const { return invalid_outputs_; }
+  double now_ms() const { return now_ms_; }
+
+ private:
+  struct Ack {
+    uint64_t seq;
+    double send_ms;
+    double recv_ms;
+    double ack_ms;
+  };
+
+  double timeout() {
+    const double t = cc_.timeout_ms();
+    return std::isfinite(t) && t > 0 ? t : 1000;
+  }
+
+  bool window_open() { return static_cast<double>(in_flight()) < std::max(1.0, cc_.window_size()); }
+
+  void send_what_is_allowed() {
+    while (window_open()) {
+      const double rate = cc_.pacing_rate_mbps();
+      if (rate > 0 && now_ms_ < next_paced_ms_) return;
+      send_one();
+      if (rate > 0) next_paced_ms_ = std::max(next_paced_ms_, now_ms_ - kPacingBurstMs) + 12 / rate;
+    }
+  }
+
+  double next_event_ms() {
+    double next = acks_.empty() ? kInf : acks_.front().ack_ms;
+    next = std::min(next, last_progress_ms_ + timeout());
+    if (window_open() && cc_.pacing_rate_mbps() > 0) next = std::min(next, next_paced_ms_);
+    return std::max(next, now_ms_);
+  }
+
+  void send_one() {
+    const uint64_t seq = next_seq_++;
+    cc_.on_sent(seq, now_ms_);
+    check_outputs();
+    if (uniform_(rng_) < config_.loss) {
+      ++dropped_;
+      return;
+    }
+    while (!departures_.empty() && departures_.front() <= now_ms_) departures_.pop_front();
+    if (departures_.size() >= config_.queue_packets) {
+      ++dropped_;
+      return;
+    }
+    const double rate = config_.packets_per_ms;
+    double k = std::max(last_opportunity_ + 1, std::ceil(now_ms_ * rate - 1e-9));
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const auto& [start, end] : config_.outages) {
+        if (k / rate >= start && k / rate < end) {
+          k = std::ceil(end * rate - 1e-9);
+          moved = true;
+        }
+      }
+    }
+    last_opportunity_ = k;
+    const double departure_ms = k / rate;
+    departures_.push_back(departure_ms);
+    departure_log_.push_back({departure_ms, departure_ms - now_ms_});
+    const double recv_ms = departure_ms + config_.delay_ms;
+    acks_.push_back({seq, now_ms_, recv_ms, recv_ms + config_.delay_ms});
+  }
+
+  double measured(double departure_ms) const {
+    return departure_ms >= measure_from_ms_ && departure_ms <= now_ms_ ? 1 : 0;
+  }
+
+  void check_outputs() {
+    const double w = cc_.window_size();
+    const double p = cc_.pacing_rate_mbps();
+    const double t = cc_.timeout_ms();
+    if (!(std::isfinite(w) && w >= 1)) ++invalid_outputs_;
+    if (!(std::isfinite(p) && p >= 0)) ++invalid_outputs_;
+    if (!(std::isfinite(t) && t > 0)) ++invalid_outputs_;
+  }
+
+  // A paced sender that fell behind (it was window-limited) may catch up by this much.
+  static constexpr double kPacingBurstMs = 1;
+
+  Controller& cc_;
+  FakeLinkConfig config_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  double now_ms_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t next_ack_expected_ = 0;
+  double last_progress_ms_ = 0;
+  double next_paced_ms_ = 0;
+  double last_opportunity_ = 0;
+  std::deque<double> departures_;
+  std::deque<Ack> acks_;
+  std::vector<std::pair<double, double>> rtts_;           // (ack time, RTT)
+  std::vector<std::pair<double, double>> departure_log_;  // (departure, time queued)
+  double measure_from_ms_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t timeouts_ = 0;
+  uint64_t invalid_outputs_ = 0;
+};
+
+// Hand driving: sends and ACKs at chosen times (sender clock = receiver clock).
+class Driver {
+ public:
+  explicit Driver(Controller& cc) : cc_(cc) {}
+  // Sends n datagrams at t_ms; returns the first seq.
+  uint64_t send(int n, double t_ms) {
+    const uint64_t first = next_seq_;
+    for (int i = 0; i < n; ++i) {
+      send_ms_.push_back(t_ms);
+      cc_.on_sent(next_seq_++, t_ms);
+    }
+    return first;
+  }
+  // ACKs seq (sent earlier) at ack_ms, with the receiver halfway.
+  void ack(uint64_t seq, double ack_ms) {
+    const double sent = send_ms_[seq];
+    cc_.on_ack(seq, sent, (sent + ack_ms) / 2, ack_ms);
+  }
+  // ACKs [from, to) except those in `lost`, spread evenly over [t0, t1].
+  void ack_range(uint64_t from, uint64_t to, double t0, double t1, std::vector<uint64_t> lost = {}) {
+    for (uint64_t s = from; s < to; ++s) {
+      if (std::find(lost.begin(), lost.end(), s) != lost.end()) continue;
+      const double f = to - from > 1 ? static_cast<double>(s - from) / static_cast<double>(to - from - 1) : 0;
+      ack(s, t0 + f * (t1 - t0));
+    }
+  }
+  uint64_t next_seq() const { return next_seq_; }
+
+ private:
+  Controller& cc_;
+  uint64_t next_seq_ = 0;
+  std::vector<double> send_ms_;
+};
+
+std::string thrown_message(const std::string& spec) {
+  try {
+    make_controller(spec);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+const std::vector<std::string> kClassicSchemes = {"fixed", "aimd", "delay", "ewma",  "vegas",
+                                                  "cubic", "bbr",  "copa",  "verus", "sprout"};
+
+// ---------------------------------------------------------------------------
+// The factory.
+
+TEST(SchemeFactory, CatalogListsEverySchemeWithDocumentedParameters) {
+  const std::vector<SchemeInfo> catalog = scheme_catalog();
+  std::vector<std::string> names;
+  for (const SchemeInfo& info : catalog) {
+    names.push_back(info.name);
+    EXPECT_FALSE(info.summary.empty()) << info.name;
+    for (const SchemeParam& p : info.params) {
+      EXPECT_FALSE(p.name.empty()) << info.name;
+      EXPECT_FALSE(p.help.empty()) << info.name << "." << p.name;
+      EXPECT_TRUE(std::isfinite(p.value)) << info.name << "." << p.name;
+    }
+  }
+  for (const std::string& s : kClassicSchemes) {
+    EXPECT_NE(std::find(names.begin(), names.end(), s), names.end()) << s;
+  }
+  EXPECT_NE(std::find(names.begin(), names.end(), "external"), names.end());
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "duplicate name";
+}
+
+TEST(SchemeFactory, EverySchemeBuildsFromItsNameAndFromExplicitDefaults) {
+  for (const SchemeInfo& info : scheme_catalog()) {
+    const auto plain = make_controller(info.name);
+    ASSERT_NE(plain, nullptr);
+    EXPECT_EQ(plain->name(), info.name);
+    EXPECT_GE(plain->window_size(), 1) << info.name;
+
+    std::string spec = info.name;
+    for (const SchemeParam& p : info.params) spec += ":" + p.name + "=" + std::to_string(p.value);
+    const auto explicit_defaults = make_controller(spec);
+    EXPECT_EQ(explicit_defaults->name(), info.name) << spec;
+    EXPECT_DOUBLE_EQ(explicit_defaults->window_size(), plain->window_size()) << spec;
+
+    if (!info.params.empty()) {
+      const auto positional = make_controller(info.name + ":" + std::to_string(info.params[0].value));
+      EXPECT_EQ(positional->name(), info.name);
+    }
+  }
+}
+
+TEST(SchemeFactory, FirstParameterMayBeGivenWithoutItsName) {
+  EXPECT_DOUBLE_EQ(make_controller("fixed:20")->window_size(), 20);
+  EXPECT_DOUBLE_EQ(make_controller("fixed:window=7.5")->window_size(), 7.5);
+  EXPECT_DOUBLE_EQ(make_controller("fixed")->window_size(), 10);
+}
+
+TEST(SchemeFactory, UnknownSchemeListsTheValidOnes) {
+  const std::string msg = thrown_message("reno");
+  EXPECT_NE(msg.find("unknown scheme 'reno'"), std::string::npos) << msg;
+  for (const SchemeInfo& info : scheme_catalog()) {
+    EXPECT_NE(msg.find(info.name), std::string::npos) << msg;
+  }
+  EXPECT_NE(thrown_message("").find("unknown scheme"), std::string::npos);
+}
+
+TEST(SchemeFactory, UnknownParameterNamesItAndTheValidOnes) {
+  const std::string msg = thrown_message("aimd:bogus=1");
+  EXPECT_NE(msg.find("'bogus'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("increase"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("decrease"), std::string::npos) << msg;
+  const std::string cubic = thrown_message("cubic:beta=0.7:window=3");
+  EXPECT_NE(cubic.find("'window'"), std::string::npos) << cubic;
+  EXPECT_NE(cubic.find("c, beta"), std::string::npos) << cubic;
+}
+
+TEST(SchemeFactory, BadNumbersAreRejected) {
+  for (const char* spec : {"aimd:increase=abc", "fixed:12x", "fixed:", "fixed:window=",
+                                 "fixed:nan", "fixed:inf", "bbr:cwnd_gain=1e999"}) {
+    const std::string msg = thrown_message(spec);
+    EXPECT_NE(msg.find("not a finite number"), std::string::npos) << spec << ": " << msg;
+  }
+}
+
+TEST(SchemeFactory, OutOfRangeValuesNameTheParameter) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fixed:0", "'window'"},          {"aimd:decrease=1.5", "'decrease'"},
+      {"aimd:increase=-1", "'increase'"}, {"delay:low_ms=200", "'low_ms'"},
+      {"cubic:beta=1", "'beta'"},       {"vegas:alpha=3:beta=2", "'beta'"},
+      {"copa:delta=0", "'delta'"},      {"verus:r=1", "'r'"},
+      {"sprout:quantile=1", "'quantile'"}, {"ewma:gain=0", "'gain'"},
+      {"bbr:cwnd_gain=0.5", "'cwnd_gain'"}, {"external:0", "'window'"}};
+  for (const auto& [spec, name] : cases) {
+    const std::string msg = thrown_message(spec);
+    EXPECT_NE(msg.find(name), std::string::npos) << spec << ": " << msg;
+    EXPECT_NE(msg.find("must be"), std::string::npos) << spec << ": " << msg;
+  }
+}
+
+TEST(SchemeFactory, MisplacedOrRepeatedParametersAreRejected) {
+  EXPECT_NE(thrown_message("aimd:decrease=0.5:3").find("needs a key"), std::string::npos);
+  EXPECT_NE(thrown_message("fixed:window=3:window=4").find("given twice"), std::string::npos);
+  EXPECT_NE(thrown_message("fixed:3:window=4").find("given twice"), std::string::npos);
+}
+
+TEST(SchemeFactory, ExternalWindowIsSetFromOutside) {
+  auto cc = make_controller("external:25");
+  auto* ext = dynamic_cast<ExternalWindow*>(cc.get());
+  ASSERT_NE(ext, nullptr);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 25);
+  ext->set_window(3);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 3);
+}
+
+// ---------------------------------------------------------------------------
+// Hand-driven behaviour.
+
+TEST(SchemeFixed, WindowNeverMoves) {
+  auto cc = make_controller("fixed:20");
+  Driver d(*cc);
+  d.send(30, 0);
+  d.ack_range(0, 30, 40, 70, {3, 4, 17});
+  cc->on_timeout(2000);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 20);
+  EXPECT_DOUBLE_EQ(cc->pacing_rate_mbps(), 0);
+}
+
+TEST(SchemeAimd, HalvesOnceOnALossEventThenGrowsByIncreasePerRtt) {
+  auto cc = make_controller("aimd");
+  Driver d(*cc);
+  d.send(10, 0);
+  d.ack_range(0, 10, 40, 49);
+  const double grown = cc->window_size();
+  EXPECT_GT(grown, 10.8);  // +1 per RTT: ten ACKs of ~1/10 each
+  EXPECT_LT(grown, 11.0);
+
+  const uint64_t first = d.send(11, 50);
+  d.ack_range(first, first + 11, 90, 100, {first + 2, first + 5, first + 8});
+  // Three gaps in one flight are one loss event: one halving, then 7 ACKs of growth.
+  const double after_loss = cc->window_size();
+  EXPECT_GT(after_loss, grown / 2);
+  EXPECT_LT(after_loss, grown / 2 + 1.5);
+
+  // Loss-free round trips add about one packet each.
+  double w = after_loss;
+  for (int rtt = 0; rtt < 5; ++rtt) {
+    const int n = static_cast<int>(w);
+    const uint64_t s = d.send(n, 100 + 40.0 * rtt);
+    d.ack_range(s, s + n, 140 + 40.0 * rtt, 140 + 40.0 * rtt + 5);
+    w = cc->window_size();
+  }
+  EXPECT_NEAR(w, after_loss + 5, 0.6);
+
+  // A loss in a later flight is a new event.
+  const uint64_t s = d.send(10, 400);
+  d.ack_range(s, s + 10, 440, 445, {s + 1});
+  EXPECT_LT(cc->window_size(), w / 2 + 1.5);
+}
+
+TEST(SchemeAimd, TimeoutDecreases) {
+  auto cc = make_controller("aimd:decrease=0.25");
+  cc->on_timeout(1000);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 2.5);
+  for (int i = 0; i < 10; ++i) cc->on_timeout(2000 + 1000 * i);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+TEST(SchemeDelay, ShrinksAboveHighOncePerRttAndGrowsBelowLow) {
+  auto cc = make_controller("delay:high_ms=100:low_ms=60");
+  Driver d(*cc);
+  d.send(10, 0);
+  d.ack_range(0, 10, 40, 45);  // RTT ~40-45 < 60: grows
+  const double grown = cc->window_size();
+  EXPECT_GT(grown, 10.5);
+
+  const uint64_t s = d.send(10, 50);
+  d.ack_range(s, s + 10, 200, 205);  // RTT 150: one decrease for the whole flight
+  EXPECT_NEAR(cc->window_size(), grown * 0.8, 1e-9);
+
+  const uint64_t t = d.send(5, 210);
+  d.ack_range(t, t + 5, 290, 291);  // RTT 80: hold
+  EXPECT_NEAR(cc->window_size(), grown * 0.8, 1e-9);
+  const uint64_t u = d.send(5, 300);
+  d.ack_range(u, u + 5, 420, 421);  // a later flight above high: decreases again
+  EXPECT_NEAR(cc->window_size(), grown * 0.64, 1e-9);
+}
+
+TEST(SchemeCubic, SlowStartDoublesPerRttThenLossMultipliesByBeta) {
+  auto cc = make_controller("cubic");
+  Driver d(*cc);
+  double t = 0;
+  for (int rtt = 0; rtt < 4; ++rtt) {
+    const int n = static_cast<int>(cc->window_size());
+    const uint64_t s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 41);
+    t += 41;
+  }
+  EXPECT_DOUBLE_EQ(cc->window_size(), 160);  // 10 -> 20 -> 40 -> 80 -> 160
+
+  const uint64_t s = d.send(160, t);
+  d.ack_range(s, s + 160, t + 40, t + 50, {s + 10, s + 100});
+  // One event: 170 x 0.7 (the ACKs before the gap were still slow start) then
+  // concave growth for the rest of the flight, well below one packet.
+  EXPECT_GT(cc->window_size(), 170 * 0.7);
+  EXPECT_LT(cc->window_size(), 170 * 0.7 + 1);
+
+  cc->on_timeout(t + 2000);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+TEST(SchemeCubic, RegrowsTowardTheLastMaximumAfterALoss) {
+  auto cc = make_controller("cubic");
+  Driver d(*cc);
+  double t = 0;
+  while (cc->window_size() < 100) {
+    const int n = static_cast<int>(cc->window_size());
+    const uint64_t s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 41);
+    t += 41;
+  }
+  const double w_max = cc->window_size();
+  const uint64_t s = d.send(1, t);
+  const uint64_t s2 = d.send(1, t);
+  (void)s;
+  d.ack(s2, t + 40);  // s lost
+  t += 41;
+  const double reduced = cc->window_size();
+  EXPECT_NEAR(reduced, w_max * 0.7, 1);
+  // K = cbrt(W_max (1 - beta) / C) seconds to regain W_max: about 4.2 s here.
+  const double k_s = std::cbrt(w_max * 0.3 / 0.4);
+  double at_half_k = 0;
+  while (t < 1000 * (k_s + 1.5)) {
+    const int n = static_cast<int>(cc->window_size());
+    const uint64_t f = d.send(n, t);
+    d.ack_range(f, f + n, t + 40, t + 41);
+    t += 41;
+    if (at_half_k == 0 && t >= 500 * k_s) at_half_k = cc->window_size();
+  }
+  // Concave: most of the way back by K/2, then past W_max after K.
+  EXPECT_GT(at_half_k, reduced + 0.6 * (w_max - reduced));
+  EXPECT_LT(at_half_k, w_max);
+  EXPECT_GT(cc->window_size(), w_max);
+}
+
+// ---------------------------------------------------------------------------
+// Over the fake bottleneck: 1 packet/ms (12 Mbit/s), 20 ms each way: BDP 40.
+
+TEST(SchemeCubic, FillsADroptailBufferAndKeepsTheLinkBusy) {
+  auto cc = make_controller("cubic");
+  FakeLinkConfig link;
+  link.queue_packets = 60;
+  FakePath path(*cc, link);
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.dropped(), 0u);
+  EXPECT_GT(path.utilization(), 0.9);
+  // A standing queue: on average well over a third of the buffer.
+  EXPECT_GT(path.mean_queue_delay_ms(), 20);
+  EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
+TEST(SchemeVegas, KeepsAFewPacketsQueued) {
+  auto cc = make_controller("vegas");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.95);
+  // alpha..beta = 2..4 packets; at 1 packet/ms that is 2..4 ms of queue.
+  EXPECT_GT(path.mean_queue_delay_ms(), 1);
+  EXPECT_LT(path.mean_queue_delay_ms(), 5);
+  EXPECT_EQ(path.dropped(), 0u);
+}
+
+TEST(SchemeVegas, LargerAlphaBetaKeepMoreQueued) {
+  auto small = make_controller("vegas");
+  auto large = make_controller("vegas:alpha=10:beta=14");
+  FakePath a(*small, FakeLinkConfig{});
+  FakePath b(*large, FakeLinkConfig{});
+  for (FakePath* p : {&a, &b}) {
+    p->run_until(5000);
+    p->measure_from(5000);
+    p->run_until(20000);
+  }
+  EXPECT_GT(b.mean_queue_delay_ms(), 9);
+  EXPECT_LT(b.mean_queue_delay_ms(), 15);
+  EXPECT_GT(b.mean_queue_delay_ms(), a.mean_queue_delay_ms() + 5);
+}
+
+TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
+  auto cc = make_controller("bbr");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(3000);
+  path.measure_from(3000);
+  double sum = 0;
+  int n = 0;
+  for (double t = 3000; t < 30000; t += 7) {
+    path.run_until(t);
+    sum += cc->pacing_rate_mbps();
+    ++n;
+  }
+  const double mean_pacing = sum / n;
+  // The gain cycle [1.25, 0.75, 1 x 6] averages to 1 over its eight phases.
+  EXPECT_GT(mean_pacing, 12 * 0.9);
+  EXPECT_LT(mean_pacing, 12 * 1.1);
+  EXPECT_GT(path.utilization(), 0.9);
+  // The window is 2 BDP: the queue it can build is at most one BDP (40 ms).
+  EXPECT_LT(path.mean_queue_delay_ms(), 40);
+  EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
+TEST(SchemeBbr, ReachesNinetyPercentOfAShallowBufferedLink) {
+  auto cc = make_controller("bbr");
+  FakeLinkConfig link;
+  link.queue_packets = 20;
+  FakePath path(*cc, link);
+  path.run_until(2000);
+  path.measure_from(2000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.9);
+}
+
+TEST(SchemeCopa, KeepsTheQueueShortAndTheLinkBusy) {
+  auto cc = make_controller("copa");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.85);
+  // 1/delta = 2 packets per flow in equilibrium; oscillation adds a few more.
+  EXPECT_LT(path.mean_queue_delay_ms(), 10);
+  EXPECT_GT(cc->pacing_rate_mbps(), 0);
+}
+
+TEST(SchemeCopa, SmallerDeltaQueuesMore) {
+  auto a = make_controller("copa:delta=0.5");
+  auto b = make_controller("copa:delta=0.05");
+  FakePath pa(*a, FakeLinkConfig{});
+  FakePath pb(*b, FakeLinkConfig{});
+  for (FakePath* p : {&pa, &pb}) {
+    p->run_until(5000);
+    p->measure_from(5000);
+    p->run_until(20000);
+  }
+  EXPECT_GT(pb.mean_queue_delay_ms(), pa.mean_queue_delay_ms() + 5);
+}
+
+TEST(SchemeDelay, KeepsTheRttBetweenItsThresholdsOnceFull) {
+  auto cc = make_controller("delay");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(10000);
+  path.measure_from(10000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.95);
+  EXPECT_LT(path.rtt_quantile(0.95, 10000), 105);
+  EXPECT_GT(path.rtt_quantile(0.5, 10000), 55);
+}
+
+TEST(SchemeEwma, FillsTheLinkWithAboutTheTargetQueue) {
+  auto cc = make_controller("ewma:target_queue_ms=20");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.95);
+  EXPECT_GT(path.mean_queue_delay_ms(), 10);
+  EXPECT_LT(path.mean_queue_delay_ms(), 30);
+}
+
+TEST(SchemeVerus, UsesTheLinkWithinItsDelayRatio) {
+  auto cc = make_controller("verus");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.8);
+  // R = 2: the target delay stays below twice the minimum RTT.
+  EXPECT_LT(path.rtt_quantile(0.95, 5000), 2 * path.min_rtt_ms() + 10);
+}
+
+TEST(SchemeSprout, WindowShrinksInAnOutageAndRecoversAfter) {
+  auto cc = make_controller("sprout");
+  FakeLinkConfig link;
+  link.outages = {{10000, 12000}};
+  FakePath path(*cc, link);
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(10000);
+  const double before = cc->window_size();
+  EXPECT_GT(path.utilization(), 0.5);
+  EXPECT_GT(before, 20);  // at least the pipe (40 packets at the cautious rate) in part
+
+  path.run_until(11900);  // deep in the outage: timeouts bring the time forward
+  EXPECT_GT(path.timeouts(), 0u);
+  const double during = cc->window_size();
+  EXPECT_LT(during, before / 4);
+
+  path.run_until(14000);
+  const double after = cc->window_size();
+  EXPECT_GT(after, during + 10);
+  path.measure_from(14000);
+  path.run_until(20000);
+  EXPECT_GT(path.utilization(), 0.5);
+  EXPECT_LT(path.rtt_quantile(0.95, 14000), path.min_rtt_ms() + 150);
+}
+
+TEST(SchemeSprout, KeepsDelayBoundedOnASteadyLink) {
+  auto cc = make_controller("sprout");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(3000);
+  path.measure_from(3000);
+  path.run_until(20000);
+  EXPECT_GT(path.utilization(), 0.7);
+  // It queues what the link should drain within the 100 ms horizon.
+  EXPECT_LT(path.mean_queue_delay_ms(), 100);
+}
+
+// ---------------------------------------------------------------------------
+// Robustness and determinism, for every scheme.
+
+TEST(SchemeRobustness, EverySchemeStaysFiniteOnAHostileLink) {
+  for (const SchemeInfo& info : scheme_catalog()) {
+    auto cc = make_controller(info.name, 7);
+    FakeLinkConfig link;
+    link.queue_packets = 15;
+    link.loss = 0.05;
+    link.outages = {{3000, 4500}, {9000, 9100}, {12000, 16000}};
+    link.seed = 3;
+    FakePath path(*cc, link);
+    path.run_until(25000);
+    EXPECT_EQ(path.invalid_outputs(), 0u) << info.name;
+    EXPECT_GT(path.sent(), 1000u) << info.name;
+  }
+}
+
+TEST(SchemeRobustness, EverySchemeStaysFiniteUnderRandomEvents) {
+  for (const SchemeInfo& info : scheme_catalog()) {
+    auto cc = make_controller(info.name, 11);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    double now = 0;
+    uint64_t next_seq = 0;
+    uint64_t next_ack = 0;
+    std::deque<std::pair<uint64_t, double>> unacked;  // (seq, send_ms)
+    int invalid = 0;
+    auto check = [&] {
+      const double w = cc->window_size();
+      const double p = cc->pacing_rate_mbps();
+      const double t = cc->timeout_ms();
+      if (!(std::isfinite(w) && w >= 1 && std::isfinite(p) && p >= 0 && std::isfinite(t) && t > 0)) {
+        ++invalid;
+      }
+    };
+    for (int step = 0; step < 200000; ++step) {
+      // Time jumps from nothing to seconds; rare huge jumps.
+      const double r = u(rng);
+      now += r < 0.5 ? 0 : r < 0.95 ? 5 * u(rng) : r < 0.999 ? 500 * u(rng) : 50000 * u(rng);
+      const double event = u(rng);
+      if (event < 0.45) {
+        unacked.push_back({next_seq, now});
+        cc->on_sent(next_seq++, now);
+      } else if (event < 0.995) {
+        // ACK the oldest, sometimes after dropping a few (a loss burst).
+        while (!unacked.empty() && u(rng) < 0.1) unacked.pop_front();
+        if (unacked.empty()) continue;
+        const auto [seq, sent] = unacked.front();
+        unacked.pop_front();
+        const double owd = (now - sent) * u(rng);
+        cc->on_ack(seq, sent, sent + owd, now);
+        next_ack = std::max(next_ack, seq + 1);
+      } else {
+        cc->on_timeout(now);
+      }
+      check();
+    }
+    EXPECT_EQ(invalid, 0) << info.name;
+  }
+}
+
+TEST(SchemeRobustness, SameSeedSameWindows) {
+  for (const std::string& name : kClassicSchemes) {
+    std::vector<double> runs[2];
+    for (auto& windows : runs) {
+      auto cc = make_controller(name, 42);
+      FakeLinkConfig link;
+      link.queue_packets = 30;
+      link.loss = 0.01;
+      FakePath path(*cc, link);
+      for (double t = 100; t <= 5000; t += 100) {
+        path.run_until(t);
+        windows.push_back(cc->window_size());
+      }
+    }
+    EXPECT_EQ(runs[0], runs[1]) << name;
+  }
+}
+
+}  // namespace
+}  // namespace ccgym

@@ -1,0 +1,114 @@
+"""LinkEnv: gymnasium's checker, determinism, the info the DAgger trainer reads, config errors."""
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
+from ccgym.emulators import _core
+from ccgym.envs.link_env import EnvConfig, LinkEnv
+
+LINK_12 = "rate_mbps=12,delay_ms=20"  # BDP 40 packets
+LINKS = [LINK_12, "rate_mbps=24,delay_ms=10",
+         "rate_mbps=8,delivery=poisson,delay_ms=15,loss=0.01"]
+# Short searches for the Poisson link's oracle keep the tests fast.
+FAST = {"links": LINKS, "episode_ms": 300, "oracle_duration_ms": 2000}
+INFO_KEYS = {"ideal_window", "expert_action", "window", "link", "delivered_mbps", "delay_ms"}
+
+
+def rollout(env, seed, steps, policy_seed=0):
+    actions = np.random.default_rng(policy_seed).integers(_core.NUM_ACTIONS, size=steps)
+    obs, info = env.reset(seed=seed)
+    out = [(obs, 0.0, info)]
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        out.append((obs, reward, info))
+        if terminated or truncated:
+            obs, info = env.reset()
+            out.append((obs, 0.0, info))
+    return out
+
+
+def test_passes_gymnasiums_checker_without_warnings():
+    env = LinkEnv(FAST)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, skip_render_check=True)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_same_seed_same_rollout_different_seed_differs():
+    a = rollout(LinkEnv(FAST), seed=3, steps=100)
+    b = rollout(LinkEnv(FAST), seed=3, steps=100)
+    c = rollout(LinkEnv(FAST), seed=4, steps=100)
+    for (oa, ra, ia), (ob, rb, ib) in zip(a, b, strict=True):
+        np.testing.assert_array_equal(oa, ob)
+        assert ra == rb and ia == ib
+    assert any(not np.array_equal(oa, oc) or ia["link"] != ic["link"]
+               for (oa, _, ia), (oc, _, ic) in zip(a, c))
+
+
+def test_info_carries_the_oracle_and_the_step():
+    env = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=10)
+    obs, info = env.reset(seed=1)
+    assert set(info) == INFO_KEYS
+    assert env.observation_space.contains(obs)
+    assert info["ideal_window"] == pytest.approx(40) and info["window"] == 10
+    assert info["expert_action"] == 4  # x2 takes 10 closest to 40
+    _, _, _, _, info = env.step(info["expert_action"])
+    assert info["window"] == 20 and info["link"] == LINK_12
+
+
+def test_following_the_expert_reaches_the_ideal_and_earns_more_than_starving():
+    def mean_reward(policy):
+        env = LinkEnv(links=[LINK_12], episode_ms=3000)
+        _, info = env.reset(seed=0)
+        rewards = []
+        for _ in range(300):
+            _, reward, _, _, info = env.step(policy(info))
+            rewards.append(reward)
+        return np.mean(rewards[100:]), info
+
+    expert, info = mean_reward(lambda info: info["expert_action"])
+    starving, _ = mean_reward(lambda info: 0)  # halve every step: window 1
+    assert abs(info["window"] - 40) <= 10
+    # At the BDP the link is full and nothing queues: the normalized reward is near 0.
+    assert expert > -0.2
+    assert starving < expert - 1.0
+
+
+def test_episode_truncates_after_episode_ms():
+    env = LinkEnv(links=[LINK_12], episode_ms=105)  # ceil(105 / 10) = 11 steps
+    env.reset(seed=0)
+    flags = [env.step(2)[3] for _ in range(11)]
+    assert flags == [False] * 10 + [True]
+
+
+def test_gymnasium_make_builds_the_registered_env():
+    env = gymnasium.make("ccgym/Link-v0", config={"links": [LINK_12], "episode_ms": 100})
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (_core.OBS_DIM,) and obs.dtype == np.float32
+    assert env.unwrapped.config.episode_ms == 100
+
+
+@pytest.mark.parametrize("config, key", [
+    ({"episode_ms": -5}, "episode_ms"),
+    ({"initial_window": 0}, "initial_window"),
+    ({"delay_weight": float("nan")}, "delay_weight"),
+    ({"seed": -1}, "seed"),
+    ({"episode_len": 100}, "episode_len"),
+    ({"links": []}, "links"),
+    ({"links": ["rate_mbs=12,delay_ms=20"]}, "rate_mbs"),
+    ({"links": "no-such-link-set"}, "no-such-link-set"),
+])
+def test_bad_config_names_the_key(config, key):
+    with pytest.raises(ValueError, match=key):
+        LinkEnv(config)
+
+
+def test_config_object_and_keyword_overrides_agree():
+    env = LinkEnv(EnvConfig(links=[LINK_12], episode_ms=500), episode_ms=200)
+    assert env.config.episode_ms == 200 and env.config.links == [LINK_12]

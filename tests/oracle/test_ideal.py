@@ -1,0 +1,142 @@
+"""The oracle's ideal window against numbers worked out by hand and against the simulator."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ccgym.analysis.evaluate import run_scheme
+from ccgym.emulators import _core
+from ccgym.emulators.links import Link
+from ccgym.oracle import ideal as oracle
+from ccgym.oracle.ideal import (ConstantIdealWindow, TraceIdealWindow, bdp_packets,
+                                best_fixed_window, expert_action, fixed_window_scores,
+                                ideal_window, summarize_link)
+
+# 12 Mbit/s is one 1500-byte packet per ms; a 40 ms min RTT holds 40 of them.
+LINK_12 = "rate_mbps=12,delay_ms=20"
+BDP_12 = 40.0
+SHORT_MS = 4000.0
+
+
+def write_trace(path: Path, stamps) -> str:
+    path.write_text("".join(f"{int(t)}\n" for t in stamps))
+    return str(path)
+
+
+def square_wave_trace(path: Path) -> str:
+    """1 s at 12 Mbit/s (a line every ms), then 1 s at 3 Mbit/s (every 4 ms): period 2 s."""
+    fast = np.arange(1, 1001)
+    slow = np.arange(1004, 2001, 4)
+    return write_trace(path, np.concatenate([fast, slow]))
+
+
+def test_bdp_is_rate_times_min_rtt_in_packets():
+    assert bdp_packets(12, 20) == pytest.approx(BDP_12)
+    assert bdp_packets(24, 40) == pytest.approx(4 * BDP_12)
+
+
+def test_constant_infinite_queue_link_ideal_is_the_bdp():
+    ideal = ideal_window(LINK_12)
+    assert isinstance(ideal, ConstantIdealWindow) and ideal.method == "bdp"
+    assert ideal.window(0.0) == pytest.approx(BDP_12, abs=1.0)
+    assert ideal.window(12_345.0) == ideal.window(0.0)
+
+
+def test_search_on_a_constant_link_lands_next_to_the_bdp():
+    # The BDP rule is what the search would find: one more packet covers the 1 ms of
+    # serialization the min RTT leaves out.
+    window, score = best_fixed_window(LINK_12, duration_ms=SHORT_MS)
+    assert abs(window - BDP_12) <= 1.0
+    assert score >= max(fixed_window_scores(LINK_12, [20, 80], duration_ms=SHORT_MS))
+
+
+@pytest.mark.parametrize("link", [
+    "rate_mbps=12,delay_ms=20,queue=droptail:packets=8",
+    "rate_mbps=12,delay_ms=20,loss=0.05",
+])
+def test_search_beats_or_ties_the_bdp_where_the_bdp_is_not_ideal(link):
+    ideal = ideal_window(link, duration_ms=SHORT_MS)
+    assert isinstance(ideal, ConstantIdealWindow) and ideal.method == "search"
+    [bdp_score] = fixed_window_scores(link, [BDP_12], duration_ms=SHORT_MS)
+    [ideal_score] = fixed_window_scores(link, [ideal.value], duration_ms=SHORT_MS)
+    assert ideal_score == pytest.approx(ideal.score)
+    assert ideal.score >= bdp_score
+
+
+def test_search_with_candidates_scores_exactly_those():
+    window, score = best_fixed_window(LINK_12, duration_ms=SHORT_MS, candidates=[5, 40, 400])
+    assert window == 40
+    assert score == pytest.approx(fixed_window_scores(LINK_12, [40], duration_ms=SHORT_MS)[0])
+
+
+@pytest.mark.parametrize("window", [1.0, 10.0, 35.0, 40.0, 47.0, 100.0, 2000.0])
+def test_expert_action_moves_toward_the_ideal(window):
+    target = 40.0
+    action = expert_action(window, target)
+    after = _core.apply_action(window, action)
+    assert abs(after - target) <= abs(window - target)
+    if abs(window - target) >= 5:  # every action but +0 changes the window by >= 5 here
+        assert abs(after - target) < abs(window - target)
+    assert all(abs(after - target) <= abs(_core.apply_action(window, a) - target)
+               for a in range(_core.NUM_ACTIONS))
+
+
+def test_trace_ideal_window_counts_the_next_min_rtt_of_a_hand_made_trace(tmp_path):
+    # Lines 1 2 3 3 5 10: period 10 ms, so opportunities at 1 2 3 3 5 10 11 12 13 13 15
+    # 20 ...; a 2 ms one-way delay looks 4 ms ahead; margin 2 doubles the count.
+    trace = write_trace(tmp_path / "tiny.trace", [1, 2, 3, 3, 5, 10])
+    ideal = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", margin=2.0)
+    expected = {
+        0: 2 * 4,    # [0, 4): 1 2 3 3
+        2: 2 * 4,    # [2, 6): 2 3 3 5
+        4: 2 * 1,    # [4, 8): 5
+        6: 1,        # [6, 10): nothing; the window never falls below one packet
+        8: 2 * 2,    # [8, 12): 10 11
+        13: 2 * 3,   # [13, 17): 13 13 15
+        23: 2 * 3,   # the next period: 23 23 25
+        1003: 2 * 3,
+    }
+    for now, window in expected.items():
+        assert ideal.window(now) == window, now
+
+
+def test_trace_that_runs_once_offers_nothing_after_its_end(tmp_path):
+    trace = write_trace(tmp_path / "tiny.trace", [1, 2, 3, 3, 5, 10])
+    ideal = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2,once=1", margin=2.0)
+    assert ideal.window(8) == 2 * 1   # [8, 12): only the line at 10
+    assert ideal.window(13) == 1
+
+
+def test_trace_oracle_follows_the_rate_and_beats_the_bdp(tmp_path):
+    spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
+    ideal = ideal_window(spec, duration_ms=SHORT_MS)
+    assert isinstance(ideal, TraceIdealWindow)
+    # 40 opportunities per 40 ms in the fast second, 10 in the slow one.
+    assert ideal.window(500) == pytest.approx(4 * ideal.window(1500))
+    assert ideal.window(500) == pytest.approx(ideal.margin * 40)
+    summary = summarize_link("square", spec, duration_ms=SHORT_MS)
+    assert summary.bdp_packets == pytest.approx(bdp_packets(7.5, 20))
+    assert summary.margin == ideal.margin and summary.ideal_window is None
+    assert summary.score > summary.bdp_score
+
+
+def test_oracle_scheme_in_eval_scores_what_the_search_reported(tmp_path):
+    spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
+    link = Link(name="square", group="test", spec=spec, source="test")
+    # eval runs a trace link once: the search's default duration is the same.
+    ideal = ideal_window(spec)
+    [run] = run_scheme(link, "oracle", seeds=[1], duration_ms=oracle.default_duration_ms(spec))
+    assert run.metrics.score == pytest.approx(ideal.score, abs=1e-9)
+
+
+def test_searches_are_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
+    link = "rate_mbps=6,delay_ms=30,queue=droptail:packets=4"
+    first = ideal_window(link, duration_ms=2000)
+    assert ideal_window(link, duration_ms=2000) is first
+    files = list((tmp_path / "oracle").glob("fixed-*.json"))
+    assert len(files) == 1
+    oracle._MEMORY.clear()
+    again = ideal_window(link, duration_ms=2000)
+    assert again is not first and again == first

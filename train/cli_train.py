@@ -1,0 +1,151 @@
+"""Train an LSTM congestion-control policy by DAgger against the oracle (Indigo's recipe).
+
+A run is a folder runs/<name>__<seed>__<YYYYmmdd-HHMMSS>/ holding the resolved config
+(config.toml), TensorBoard events (`tensorboard --logdir runs`), checkpoint.pt (written after
+every iteration) and policy.pt (the best policy so far, for `ccgym eval --schemes lstm:DIR` and
+`ccgym export DIR`). At the end the policy is scored beside the baselines and the oracle on the
+validation links. Examples:
+
+  ccgym train                                   # the packaged quick config (minutes, 2 cores)
+  ccgym train configs/train/indigo.toml --iterations 20
+  ccgym train --resume runs/quick__1__20250101-120000    # continue a killed run
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+
+DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
+CONFIG_FILE = "config.toml"
+LEADERBOARD_FILE = "leaderboard.txt"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", metavar="CONFIG.toml",
+                        help=f"training config (default: the packaged {DEFAULT_CONFIG}.toml)")
+    parser.add_argument("--resume", metavar="RUN_DIR",
+                        help="continue the run in RUN_DIR from its last checkpoint")
+    parser.add_argument("--name", help="run name (default: [run] name of the config)")
+    parser.add_argument("--out", default="runs", metavar="DIR",
+                        help="folder of run folders (default: runs)")
+    parser.add_argument("--iterations", type=int, metavar="N",
+                        help="total DAgger iterations (overrides [run] iterations)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="rollout workers, 0 for in-process (overrides [run] workers)")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="join this Ray cluster, e.g. auto or HOST:PORT "
+                             "(overrides [run] ray_address)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-leaderboard", action="store_true",
+                        help="skip the final leaderboard")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if args.iterations is not None:
+        if args.iterations < 1:
+            raise UserError("--iterations must be at least 1")
+        changes["run.iterations"] = args.iterations
+    if args.workers is not None:
+        if args.workers < 0:
+            raise UserError("--workers must be 0 or more")
+        changes["run.workers"] = args.workers
+    if args.ray_address is not None:
+        changes["run.ray_address"] = args.ray_address
+    if args.name is not None:
+        changes["run.name"] = args.name
+    return changes
+
+
+def new_run_dir(out: Path, name: str, seed: int) -> Path:
+    """runs/<name>__<seed>__<YYYYmmdd-HHMMSS>, with a suffix if that second is taken."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = out / f"{name}__{seed}__{stamp}"
+    path, n = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+
+
+def write_config(run_dir: Path, config: Any) -> None:
+    from ccgym.train.config import to_toml
+
+    text = to_toml(config, header="Resolved training config (defaults filled in); "
+                                  "`ccgym train --resume` reads it.")
+    tmp = run_dir / f".{CONFIG_FILE}.tmp"
+    tmp.write_text(text)
+    tmp.replace(run_dir / CONFIG_FILE)
+
+
+def leaderboard(config: Any, run_dir: Path, progress: bool) -> str:
+    """The trained policy beside the baselines and the oracle on the validation links."""
+    from ccgym.analysis.evaluate import evaluate, validate_schemes
+    from ccgym.analysis.leaderboard import format_leaderboard
+    from ccgym.train.config import resolve_validation_links
+
+    links, _ = resolve_validation_links(config)
+    schemes = [f"lstm:{run_dir}"]
+    if config.eval.oracle:
+        try:
+            validate_schemes(["oracle"])
+            schemes.append("oracle")
+        except UserError as e:
+            print(f"leaderboard without the oracle: {e}", file=sys.stderr)
+    schemes.extend(config.eval.baselines)
+    duration_s = config.eval.final_duration_s or None
+    rows, _ = evaluate(links, schemes, runs=config.eval.runs, seed=config.run.seed,
+                       duration_s=duration_s, progress=progress)
+    return format_leaderboard(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccgym.train.config import load_config, load_packaged_config, with_overrides
+
+    changes = _overrides(args)
+    if args.resume:
+        if args.config:
+            raise UserError("give CONFIG.toml or --resume RUN_DIR, not both "
+                            "(a resumed run uses its own config.toml)")
+        if args.name is not None:
+            raise UserError("--name cannot rename a resumed run")
+        run_dir = Path(args.resume)
+        if not (run_dir / CONFIG_FILE).is_file():
+            raise UserError(f"--resume {run_dir}: not a run folder (no {CONFIG_FILE})")
+        config = load_config(run_dir / CONFIG_FILE)
+    else:
+        config = load_config(args.config) if args.config else load_packaged_config(DEFAULT_CONFIG)
+        run_dir = None
+    if changes:
+        config = with_overrides(config, **changes)
+    if run_dir is None:
+        run_dir = new_run_dir(Path(args.out), config.run.name, config.run.seed)
+    write_config(run_dir, config)
+    print(f"run folder: {run_dir}")
+
+    from ccgym.train.dagger import train
+
+    progress = not args.no_progress
+    try:
+        state = train(config, run_dir, resume=bool(args.resume),
+                      extend=args.iterations is not None, progress=progress)
+    except KeyboardInterrupt:
+        print(f"interrupted; continue with: ccgym train --resume {run_dir}", file=sys.stderr)
+        raise
+    print(f"best policy: {run_dir / 'policy.pt'} (iteration {state.best_iteration}, "
+          f"validation score {state.best_score:.3f}, expert agreement "
+          f"{state.best_agreement:.3f})")
+    if config.eval.leaderboard and not args.no_leaderboard:
+        text = leaderboard(config, run_dir, progress)
+        print(text, end="")
+        (run_dir / LEADERBOARD_FILE).write_text(text)
+    return 0

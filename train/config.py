@@ -1,0 +1,427 @@
+"""Training-run configs: TOML files (configs/train/*.toml), checked once when read.
+
+Every key has a default (the dataclasses below, each field documented); a file sets only what
+it changes. An unknown section or key, or a value of the wrong type, is a UserError that names
+the file, the section and the key, and lists the valid ones. The resolved config (defaults
+filled in, paths made absolute) is written into the run folder as config.toml, and `--resume`
+reads it back from there.
+
+    [run]        name, seed, workers, ray_address, iterations, env_threads, torch_threads
+    [links]      train, validation, validation_fallback
+    [model]      hidden_size
+    [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, bptt_len,
+                 epochs, batch_size, patience, min_delta, holdout_fraction
+    [optimizer]  lr, weight_decay, grad_clip
+    [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
+
+Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
+relative to the config file); a list holds link specs ("rate_mbps=12,delay_ms=20") and/or
+link sets. Relative trace paths in specs are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+
+LinkEntries = str | list[str]
+
+
+@dataclass
+class RunSection:
+    # The run's name: the first part of its folder runs/<name>__<seed>__<time>/.
+    name: str = "dagger"
+    # Seeds everything: the links each rollout worker draws, mixing coins, weights, shuffles.
+    seed: int = 1
+    # Parallel rollout workers (Ray tasks, one CPU each); 0 runs rollouts in-process, serially.
+    workers: int = 2
+    # "" starts Ray on this machine with `workers` CPUs; "auto" or "HOST:PORT" joins a cluster.
+    ray_address: str = ""
+    # DAgger iterations (each: roll out, label, aggregate, retrain, validate).
+    iterations: int = 10
+    # Simulator threads inside one vectorized environment; 1 when Ray already uses the cores.
+    env_threads: int = 1
+    # Torch threads of the trainer; a 32-unit LSTM gains nothing from more and loses to overhead.
+    torch_threads: int = 1
+
+
+@dataclass
+class LinksSection:
+    # Links the policy is trained on (rollouts draw from them).
+    train: LinkEntries = "indigo-synthetic"
+    # Held-out links scored every iteration and on the final leaderboard.
+    validation: LinkEntries = "pantheon-calibrated"
+    # Used instead of `validation` when that needs the shared recorded data and it is absent.
+    validation_fallback: LinkEntries = ""
+
+
+@dataclass
+class ModelSection:
+    # LSTM units (Indigo used 32).
+    hidden_size: int = 32
+
+
+@dataclass
+class DaggerSection:
+    # Episodes rolled out per iteration, each on a training link drawn at random.
+    rollouts_per_iteration: int = 16
+    # Episodes stepped together in one vectorized environment (one rollout task).
+    num_envs: int = 8
+    # Length of one episode, ms of simulated time (a multiple of STEP_MS).
+    episode_ms: float = 10_000.0
+    # Probability of executing the expert's action at iteration 2, multiplied by beta_decay
+    # every later iteration (iteration 1 always follows the expert: there is no policy yet).
+    beta0: float = 1.0
+    beta_decay: float = 0.5
+    # Steps per truncated-BPTT segment; the recurrent state carries over between segments.
+    bptt_len: int = 50
+    # Passes over the aggregated dataset per iteration.
+    epochs: int = 4
+    # Episodes per gradient batch.
+    batch_size: int = 16
+    # Stop after this many iterations in which neither held-out agreement nor validation
+    # score improved by more than min_delta.
+    patience: int = 3
+    min_delta: float = 1e-3
+    # Fraction of each iteration's episodes kept out of training to measure agreement.
+    holdout_fraction: float = 0.2
+
+
+@dataclass
+class OptimizerSection:
+    # Adam's learning rate and decoupled weight decay (AdamW).
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    # Gradient norm clip per step; 0 turns it off. LSTMs on long sequences need it.
+    grad_clip: float = 1.0
+
+
+@dataclass
+class EvalSection:
+    # Simulated seconds of each validation run during training.
+    duration_s: float = 10.0
+    # Runs (seeds) per validation link.
+    runs: int = 1
+    # Baselines of the final leaderboard and the eval/best_baseline_score reference line.
+    baselines: list[str] = field(default_factory=lambda: [
+        "cubic", "bbr", "vegas", "copa", "fixed:20"])
+    # Score the oracle on the validation links too (reference line and leaderboard row).
+    oracle: bool = True
+    # Simulated seconds of each final-leaderboard run (0: each link's default, see ccgym eval).
+    final_duration_s: float = 30.0
+    # Print the leaderboard of the trained policy beside the baselines at the end.
+    leaderboard: bool = True
+
+
+@dataclass
+class TrainConfig:
+    run: RunSection = field(default_factory=RunSection)
+    links: LinksSection = field(default_factory=LinksSection)
+    model: ModelSection = field(default_factory=ModelSection)
+    dagger: DaggerSection = field(default_factory=DaggerSection)
+    optimizer: OptimizerSection = field(default_factory=OptimizerSection)
+    eval: EvalSection = field(default_factory=EvalSection)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return dataclasses.asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """section.key -> value, for the hyperparameter table."""
+        return {f"{s}.{k}": v for s, keys in self.to_dict().items() for k, v in keys.items()}
+
+
+SECTIONS: dict[str, type] = {"run": RunSection, "links": LinksSection, "model": ModelSection,
+            "dagger": DaggerSection, "optimizer": OptimizerSection, "eval": EvalSection}
+
+
+# ---------------------------------------------------------------- reading
+
+def _unknown(where: str, key: str, valid: list[str]) -> UserError:
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return UserError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(valid)}")
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is LinkEntries or annotation == LinkEntries:
+        return "a string or a list of strings"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            list[str]: "a list of strings"}.get(annotation, str(annotation))
+
+
+def _check_type(value: Any, annotation: Any) -> Any:
+    """The value converted to the field's type, or raise TypeError."""
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    elif annotation == list[str]:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(value)
+    elif annotation == LinkEntries:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(value)
+    raise TypeError(_type_name(annotation))
+
+
+def _section(section_type: type, table: Any, where: str) -> Any:
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table (a [section] of key = value lines)")
+    hints = typing.get_type_hints(section_type)
+    valid = [f.name for f in dataclasses.fields(section_type)]
+    values = {}
+    for key, value in table.items():
+        if key not in hints:
+            raise _unknown(where, key, valid)
+        try:
+            values[key] = _check_type(value, hints[key])
+        except TypeError as e:
+            raise UserError(f"{where} {key}: must be {e}, got {value!r}") from None
+    return section_type(**values)
+
+
+def parse_config(doc: dict[str, Any], source: str = "config") -> TrainConfig:
+    """A TrainConfig from a parsed TOML document; UserError on any unknown or bad key."""
+    sections = {}
+    for name, table in doc.items():
+        if name not in SECTIONS:
+            raise _unknown(source, name, list(SECTIONS))
+        sections[name] = _section(SECTIONS[name], table, f"{source}: [{name}]")
+    config = TrainConfig(**sections)
+    validate(config, source)
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder, not a config file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: TOML syntax error: {e}") from None
+
+
+def load_config(path: str | os.PathLike) -> TrainConfig:
+    """Reads, checks and resolves a config file (link paths made absolute)."""
+    path = Path(path)
+    config = parse_config(_read_toml(path), str(path))
+    return resolve_paths(config, path.resolve().parent)
+
+
+def load_packaged_config(name: str) -> TrainConfig:
+    """A config shipped in ccgym/configs/train (e.g. "quick")."""
+    from importlib import resources
+
+    resource = resources.files("ccgym.configs") / "train" / f"{name}.toml"
+    with resources.as_file(resource) as path:
+        if not path.is_file():
+            raise UserError(f"no packaged training config {name!r}")
+        return load_config(path)
+
+
+# ---------------------------------------------------------------- checks
+
+def validate(config: TrainConfig, source: str) -> None:
+    """Value checks (types were checked when reading)."""
+    from ccgym.emulators import _core
+
+    def bad(key: str, message: str) -> UserError:
+        section, name = key.split(".")
+        return UserError(f"{source}: [{section}] {name}: {message}")
+
+    run, links, dagger, opt, ev = (config.run, config.links, config.dagger, config.optimizer,
+                                   config.eval)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", run.name) or "__" in run.name:
+        raise bad("run.name", f"must be letters, digits and . _ + - (no '__'), got {run.name!r}")
+    if run.seed < 0:
+        raise bad("run.seed", f"must not be negative, got {run.seed}")
+    if run.workers < 0:
+        raise bad("run.workers", f"must be 0 (serial) or more, got {run.workers}")
+    for key, value in (("run.iterations", run.iterations), ("run.env_threads", run.env_threads),
+                       ("run.torch_threads", run.torch_threads),
+                       ("model.hidden_size", config.model.hidden_size),
+                       ("dagger.rollouts_per_iteration", dagger.rollouts_per_iteration),
+                       ("dagger.num_envs", dagger.num_envs), ("dagger.bptt_len", dagger.bptt_len),
+                       ("dagger.epochs", dagger.epochs), ("dagger.batch_size", dagger.batch_size),
+                       ("dagger.patience", dagger.patience), ("eval.runs", ev.runs),
+                       ("dagger.episode_ms", dagger.episode_ms), ("optimizer.lr", opt.lr),
+                       ("eval.duration_s", ev.duration_s)):
+        if not value > 0 or not math.isfinite(value):
+            raise bad(key, f"must be positive, got {value}")
+    steps = dagger.episode_ms / _core.STEP_MS
+    if abs(steps - round(steps)) > 1e-9:
+        raise bad("dagger.episode_ms", f"must be a multiple of the step, {_core.STEP_MS:g} ms")
+    for key, value in (("dagger.beta0", dagger.beta0), ("dagger.beta_decay", dagger.beta_decay)):
+        if not 0.0 <= value <= 1.0:
+            raise bad(key, f"must be in [0, 1], got {value}")
+    if not 0.0 <= dagger.holdout_fraction < 1.0:
+        raise bad("dagger.holdout_fraction", f"must be in [0, 1), got {dagger.holdout_fraction}")
+    for key, value in (("dagger.min_delta", dagger.min_delta),
+                       ("optimizer.weight_decay", opt.weight_decay),
+                       ("optimizer.grad_clip", opt.grad_clip),
+                       ("eval.final_duration_s", ev.final_duration_s)):
+        if not value >= 0 or not math.isfinite(value):
+            raise bad(key, f"must not be negative, got {value}")
+    for key in ("train", "validation"):
+        value = getattr(links, key)
+        if not value or (isinstance(value, list) and not all(v.strip() for v in value)):
+            raise bad(f"links.{key}", "must name a link set or list link specs")
+    if any(not s.strip() for s in ev.baselines):
+        raise bad("eval.baselines", "has an empty scheme name")
+
+
+# ---------------------------------------------------------------- links
+
+TRACE_KEYS = ("trace", "ack_trace")
+
+
+def _absolute_spec(spec: str, base: Path) -> str:
+    """A spec with relative trace paths made relative to `base` (the config's folder)."""
+    parts = []
+    for item in spec.split(","):
+        key, sep, value = item.partition("=")
+        value_s = value.strip()
+        if (sep and key.strip() in TRACE_KEYS and value_s and not value_s.startswith("${")
+                and not Path(value_s).expanduser().is_absolute()):
+            value = str((base / value_s).resolve())
+        parts.append(f"{key}{sep}{value}")
+    return ",".join(parts)
+
+
+def _absolute_entry(entry: str, base: Path) -> str:
+    if "=" in entry:
+        return _absolute_spec(entry, base)
+    candidate = Path(entry).expanduser()
+    if not candidate.is_absolute() and (base / candidate).is_file():
+        return str((base / candidate).resolve())
+    return entry  # a packaged set name, or an absolute path
+
+
+def _absolute_entries(entries: LinkEntries, base: Path) -> LinkEntries:
+    if isinstance(entries, str):
+        return _absolute_entry(entries, base) if entries else entries
+    return [_absolute_entry(e, base) for e in entries]
+
+
+def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
+    links = config.links
+    config.links = LinksSection(
+        train=_absolute_entries(links.train, base),
+        validation=_absolute_entries(links.validation, base),
+        validation_fallback=_absolute_entries(links.validation_fallback, base))
+    return config
+
+
+def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
+    """The Link objects (ccgym.emulators.links.Link) a [links] entry names."""
+    from ccgym.emulators.links import find_link_set, link_from_spec, load_link_set
+
+    items = [entries] if isinstance(entries, str) else list(entries)
+    links = []
+    try:
+        for item in items:
+            if "=" in item:
+                links.append(link_from_spec(item))
+            else:
+                links.extend(load_link_set(find_link_set(item)))
+    except UserError as e:
+        raise UserError(f"[links] {what}: {e}") from None
+    if not links:
+        raise UserError(f"[links] {what}: no links")
+    return links
+
+
+def needs_shared_data(entries: LinkEntries) -> bool:
+    """Whether a [links] entry refers to the shared recorded data (${CCGYM_DATA})."""
+    from ccgym.emulators.links import find_link_set
+
+    items = [entries] if isinstance(entries, str) else list(entries)
+    for item in items:
+        if "${" in item:
+            return True
+        if "=" not in item:
+            try:
+                if "${" in find_link_set(item).read_text():
+                    return True
+            except (UserError, OSError):
+                continue
+    return False
+
+
+def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None]:
+    """The validation links, and a note when the fallback replaced them (data absent)."""
+    from ccgym.emulators.links import data_dir
+
+    links = config.links
+    if links.validation_fallback and data_dir() is None and needs_shared_data(links.validation):
+        note = (f"[links] validation needs the shared data, which was not found "
+                f"(set CCGYM_DATA); validating on the fallback {links.validation_fallback!r}")
+        return resolve_link_entries(links.validation_fallback, "validation_fallback"), note
+    return resolve_link_entries(links.validation, "validation"), None
+
+
+# ---------------------------------------------------------------- writing
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot write {value} to TOML here")
+        return repr(value)
+    if isinstance(value, str):
+        # JSON string escapes are valid TOML basic-string escapes for what configs hold.
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def to_toml(config: TrainConfig, header: str = "") -> str:
+    """The config as TOML that parse_config reads back to an equal config."""
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    for section, values in config.to_dict().items():
+        if lines:
+            lines.append("")
+        lines.append(f"[{section}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in values.items())
+    return "\n".join(lines) + "\n"
+
+
+def with_overrides(config: TrainConfig, **changes: Any) -> TrainConfig:
+    """A copy with `section.key` changes (e.g. {"run.iterations": 3}), re-validated."""
+    doc = config.to_dict()
+    for dotted, value in changes.items():
+        section, key = dotted.split(".")
+        doc[section][key] = value
+    return parse_config(doc, "overrides")
+
