@@ -1,0 +1,93 @@
+"""VecLinkEnv against LinkEnv, step by step (envpool's reference test), and its autoreset."""
+
+import gymnasium
+import numpy as np
+import pytest
+
+import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
+from ccgym.emulators import _core
+from ccgym.envs.link_env import LinkEnv
+from ccgym.envs.vector import VecLinkEnv
+
+LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10",
+         "rate_mbps=8,delivery=poisson,delay_ms=15,loss=0.01",
+         "rate_mbps=6,delay_ms=30,queue=droptail:packets=10"]
+CONFIG = {"links": LINKS, "episode_ms": 200, "oracle_duration_ms": 2000}
+COMPARED_INFO = ("ideal_window", "expert_action", "window", "link", "delivered_mbps",
+                 "delay_ms")
+
+
+def random_actions(steps, n, seed=0):
+    return np.random.default_rng(seed).integers(_core.NUM_ACTIONS, size=(steps, n))
+
+
+def test_matches_single_envs_step_by_step_across_autoresets():
+    n, seed, steps = 4, 11, 50  # 20-step episodes: two autoresets
+    vec = VecLinkEnv(n, CONFIG, threads=2)
+    singles = [LinkEnv(CONFIG) for _ in range(n)]
+    obs, infos = vec.reset(seed=seed)
+    for i, env in enumerate(singles):
+        o, info = env.reset(seed=seed + i)
+        np.testing.assert_array_equal(obs[i], o)
+        assert infos["expert_action"][i] == info["expert_action"]
+    resets = 0
+    for actions in random_actions(steps, n):
+        obs, rewards, terminated, truncated, infos = vec.step(actions)
+        for i, env in enumerate(singles):
+            o, r, term, trunc, info = env.step(actions[i])
+            assert (term, trunc) == (terminated[i], truncated[i])
+            if trunc:
+                np.testing.assert_array_equal(infos["final_obs"][i], o)
+                assert infos["final_info"]["window"][i] == info["window"]
+                o, info = env.reset()
+                resets += 1
+            np.testing.assert_array_equal(obs[i], o)
+            assert rewards[i] == pytest.approx(r, rel=1e-12, abs=1e-12)
+            for key in COMPARED_INFO:
+                assert infos[key][i] == info[key], key
+        np.testing.assert_array_equal(vec.expert_actions(), infos["expert_action"])
+    assert resets == 2 * n
+
+
+def test_autoreset_starts_new_episodes_on_the_same_step():
+    vec = VecLinkEnv(3, CONFIG, threads=1)
+    vec.reset(seed=0)
+    hold = np.full(3, 4)  # x2 every step: the window grows far from the initial 10
+    for _ in range(19):
+        _, _, _, truncated, infos = vec.step(hold)
+        assert not truncated.any() and "final_obs" not in infos
+    obs, rewards, terminated, truncated, infos = vec.step(hold)
+    assert truncated.all() and not terminated.any()
+    assert infos["_final_obs"].all() and infos["final_info"]["window"].min() > 1000
+    np.testing.assert_array_equal(infos["window"], np.full(3, 10.0))
+    assert not np.array_equal(np.stack(infos["final_obs"]), obs)
+    _, _, _, truncated, infos = vec.step(hold)
+    assert not truncated.any() and (infos["window"] == 20).all()
+
+
+def test_thread_count_does_not_change_results():
+    def run(threads):
+        vec = VecLinkEnv(4, CONFIG, threads=threads)
+        out = [vec.reset(seed=5)[0]]
+        for actions in random_actions(30, 4, seed=2):
+            out.append(vec.step(actions)[0])
+        return np.stack(out)
+
+    np.testing.assert_array_equal(run(1), run(3))
+
+
+def test_make_vec_uses_the_native_vector_env():
+    vec = gymnasium.make_vec("ccgym/Link-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                             config={"links": LINKS[:2], "episode_ms": 100})
+    obs, infos = vec.reset(seed=1)
+    assert isinstance(vec.unwrapped, VecLinkEnv)
+    assert obs.shape == (2, _core.OBS_DIM) and obs.dtype == np.float32
+    assert vec.observation_space.contains(obs)
+    assert infos["expert_action"].dtype == np.int64
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="num_envs"):
+        VecLinkEnv(0, CONFIG)
+    with pytest.raises(ValueError, match="episode_ms"):
+        VecLinkEnv(2, CONFIG, episode_ms=0)
