@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     export_policy(policy, output)
     print(f"wrote {output} (hidden size {policy.hidden_size}, {output.stat().st_size} bytes)")
     if not args.no_check:
-        observations = recorded_observations(policy, CHECK_LINK, CHECK_STEPS)
+        observations = recorded_observations(CHECK_LINK, CHECK_STEPS)
         worst = max_difference(policy, output, observations)
         print(f"onnxruntime vs PyTorch over {CHECK_STEPS} steps: max |difference| {worst:.2e}")
         if worst > CHECK_TOLERANCE:

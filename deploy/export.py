@@ -168,21 +168,17 @@ def max_difference(policy: LstmPolicy, path: str | os.PathLike,
     return worst
 
 
-def recorded_observations(policy: LstmPolicy, link: str, steps: int,
-                          seed: int = 1) -> np.ndarray:
-    """Observations (steps, OBS_DIM) of the policy driving one simulated flow, as
-    `ccgym eval --schemes lstm:...` runs it: inputs a deployed policy really sees."""
-    from ccgym.analysis.evaluate import Slot
-    from ccgym.emulators.links import link_from_spec
-    from ccgym.policies.lstm_scheme import LstmScheme
-
+def recorded_observations(link: str, steps: int, seed: int = 1) -> np.ndarray:
+    """Observations (steps, OBS_DIM) of a simulated flow whose window follows random actions:
+    inputs as the C++ features make them, over a wide range of windows, delays and rates
+    (a policy's own run may sit at one window and exercise little of the graph)."""
+    rng = np.random.default_rng(seed)
     sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
-    slot = Slot(sim, 0, link_from_spec(link), seed)
-    scheme = LstmScheme.from_policy(policy)
-    scheme.reset([slot])
+    previous = [tuple(a) for a in _core.ACTIONS].index(("+", 0.0))
     out = []
     for k in range(steps):
-        out.append(sim.observation(int(scheme.previous_actions[0]), 0))
-        scheme.decide([slot])
+        out.append(sim.observation(previous, 0))
+        previous = int(rng.integers(_core.NUM_ACTIONS))
+        sim.set_window(_core.apply_action(sim.window(0), previous), 0)
         sim.run_until((k + 1) * float(_core.STEP_MS))
     return np.stack(out).astype(np.float32)

@@ -378,7 +378,9 @@ def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None
     from ccgym.emulators.links import data_dir
 
     links = config.links
-    if links.validation_fallback and data_dir() is None and needs_shared_data(links.validation):
+    data = data_dir()
+    data_missing = data is None or not data.is_dir()
+    if links.validation_fallback and data_missing and needs_shared_data(links.validation):
         note = (f"[links] validation needs the shared data, which was not found "
                 f"(set CCGYM_DATA); validating on the fallback {links.validation_fallback!r}")
         return resolve_link_entries(links.validation_fallback, "validation_fallback"), note

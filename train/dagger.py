@@ -63,7 +63,7 @@ def beta_for(iteration: int, beta0: float, beta_decay: float) -> float:
 class RolloutTask:
     """One worker's share of an iteration's rollouts: num_envs episodes, stepped together."""
 
-    worker_index: int  # unique over the run: the environment seeds with seed + worker_index
+    worker_index: int  # unique over the run (iteration and task)
     num_envs: int
     env_config: dict[str, Any]  # for ccgym.envs.vector.VecLinkEnv (links, episode_ms, seed)
     seed: int  # the environment's reset seed; sub-environment i uses seed + i

@@ -7,6 +7,7 @@
 //
 // Malformed datagrams (not ccgym data on --listen, not ccgym ACKs from the
 // receiver) are counted and dropped. The counts go to stderr at exit.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -31,6 +32,14 @@ struct SideStats {
   uint64_t forward_failures = 0;  // the kernel refused to send it on
   uint64_t unroutable = 0;        // ACK of a flow whose sender is unknown
   uint64_t foreign = 0;           // arrived on the receiver's socket from elsewhere
+  // How late datagrams left the relay after the link released them (relay clock,
+  // ms): the emulation's fidelity, limited by wake-up latency.
+  double late_sum_ms = 0;
+  double late_max_ms = 0;
+  void forwarded_late(double late_ms) {
+    late_sum_ms += late_ms;
+    late_max_ms = std::max(late_max_ms, late_ms);
+  }
 };
 
 void print_counters(const char* name, const Relay::Counters& c, const SideStats& s) {
@@ -46,6 +55,10 @@ void print_counters(const char* name, const Relay::Counters& c, const SideStats&
                static_cast<unsigned long long>(s.forward_failures),
                static_cast<unsigned long long>(s.unroutable),
                static_cast<unsigned long long>(s.foreign));
+  if (c.delivered > 0) {
+    std::fprintf(stderr, "ccgym-link: %s: forwarded late by %.3f ms on average, %.3f ms at most\n",
+                 name, s.late_sum_ms / static_cast<double>(c.delivered), s.late_max_ms);
+  }
 }
 
 int run(int argc, char** argv) {
@@ -166,11 +179,13 @@ int run(int argc, char** argv) {
 
     relay->advance(clock.now_ms());
     relay->deliver(Relay::kData, [&](uint32_t, const unsigned char* bytes, std::size_t length,
-                                     double) {
+                                     double arrival_ms) {
       if (!forward_socket.send_to(bytes, length, to)) ++data_stats.forward_failures;
+      data_stats.forwarded_late(clock.now_ms() - arrival_ms);
     });
     relay->deliver(Relay::kAck, [&](uint32_t flow, const unsigned char* bytes, std::size_t length,
-                                    double) {
+                                    double arrival_ms) {
+      ack_stats.forwarded_late(clock.now_ms() - arrival_ms);
       const net::Address* sender = sender_of(flow);
       if (sender == nullptr) {
         ++ack_stats.unroutable;

@@ -63,12 +63,20 @@ class LearnedPolicy {
 #endif
 };
 
+std::string scheme_names() {
+  std::string out;
+  for (const SchemeInfo& info : scheme_catalog()) out += (out.empty() ? "" : ", ") + info.name;
+  return out;
+}
+
 int run(int argc, char** argv) {
   net::Flags flags(
       "ccgym-sender",
       "Sends ccgym data datagrams under a congestion-control scheme and logs sends and ACKs.",
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
-       {"scheme", "SPEC", "a scheme spec (e.g. fixed:10, aimd) or lstm:FILE.onnx", "", true},
+       {"scheme", "SPEC",
+        "a scheme spec, e.g. fixed:10 (schemes: " + scheme_names() + "), or lstm:FILE.onnx",
+        "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},
        {"packet-bytes", "BYTES", "datagram size on the wire (UDP payload + 28)",
@@ -127,6 +135,7 @@ int run(int argc, char** argv) {
   net::UdpSocket socket(dest.family());
   socket.connect(dest);
   socket.set_buffer_bytes(kSocketBufferBytes);
+  net::tighten_timer_slack();  // paced schemes send on sub-ms deadlines
 
   net::TsvLog log;
   if (!flags.text("log").empty()) {

@@ -2,9 +2,9 @@
 // 1/(delta x dq), dq = RTTstanding - RTTmin the queueing delay, RTTstanding the
 // minimum RTT over the last srtt/2 (recent, but free of ACK jitter) and RTTmin
 // the minimum over 10 s. On each ACK the window moves by v/(delta x cwnd) toward
-// the target: up if cwnd/RTTstanding <= target, down otherwise. Once per window
-// the velocity v doubles if the window kept moving the same way for 3 windows
-// and resets to 1 when it turns. It paces at 2 x cwnd / RTTstanding. Flows in
+// the target: up if cwnd/RTTstanding <= target, down otherwise. The velocity v
+// resets to 1 on the first ACK that turns the direction, and doubles once per
+// window after the window has moved the same way for 3 windows. It paces at 2 x cwnd / RTTstanding. Flows in
 // equilibrium keep about 1/delta packets each in the queue. Slow start doubles
 // the window per RTT until the rate first exceeds the target.
 // Simplified: no competitive mode (delta stays fixed), losses are ignored as in
@@ -46,11 +46,15 @@ class Copa final : public Controller {
     if (slow_start_ && up) {
       cwnd_ += 1;
     } else {
-      if (slow_start_) {
-        // The doublings of slow start say nothing about the speed to use from here.
-        slow_start_ = false;
+      slow_start_ = false;
+      // Turning resets the velocity at once: kept until the window's end, a large
+      // v would carry the overshoot of one direction into the other.
+      const int direction = up ? 1 : -1;
+      if (direction != direction_) {
+        direction_ = direction;
         velocity_ = 1;
         same_direction_windows_ = 0;
+        window_start_cwnd_ = cwnd_;
       }
       const double step = velocity_ / (delta_ * cwnd_);
       cwnd_ += up ? step : -step;
@@ -67,15 +71,15 @@ class Copa final : public Controller {
 
  private:
   void end_window() {
-    const int direction = cwnd_ > window_start_cwnd_ ? 1 : -1;
-    if (direction == last_direction_) {
+    if (slow_start_) return;
+    const int moved = cwnd_ > window_start_cwnd_ ? 1 : -1;
+    if (moved == direction_) {
       if (++same_direction_windows_ >= kWindowsBeforeDoubling) velocity_ *= 2;
     } else {
       velocity_ = 1;
       same_direction_windows_ = 0;
     }
     velocity_ = std::clamp(velocity_, 1.0, std::max(1.0, delta_ * cwnd_ / 2));
-    last_direction_ = direction;
     window_start_cwnd_ = cwnd_;
   }
 
@@ -86,7 +90,7 @@ class Copa final : public Controller {
   double delta_;
   double cwnd_ = kInitialWindow;
   double velocity_ = 1;
-  int last_direction_ = 0;
+  int direction_ = 0;  // +1 up, -1 down, 0 before the first decision
   int same_direction_windows_ = 0;
   double window_start_cwnd_ = kInitialWindow;
   bool slow_start_ = true;

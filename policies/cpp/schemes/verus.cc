@@ -4,11 +4,15 @@
 // the epoch's largest RTT exceeds r x the minimum RTT, down by delta1 if the
 // largest RTT grew since the last epoch, up by delta2 otherwise; the target stays
 // within [min RTT, r x min RTT]. The window for the next epoch is the largest
-// window whose profiled delay is within the target (one more than the largest
-// explored when all of them are, so that the profile keeps extending). Slow
+// window whose profiled delay is within the target; when even the largest
+// explored window is, the profile is extrapolated as a queue would have it
+// (delay in proportion to the window), so that it keeps extending. Slow
 // start (+1 per ACK) runs until a loss or an RTT above r x min RTT. A loss event
 // (once per RTT) or a timeout multiplies the window by `decrease` and sets the
-// target to that window's profiled delay.
+// target to that window's profiled delay; each lost packet also enters the
+// profile, at its window, as twice the largest tolerated delay (our addition:
+// behind a shallow buffer the RTT saturates below r x min RTT, and without it
+// the profile would lead straight back to the window that overflowed).
 // Simplified: the profile is a table of 1-packet bins up to kProfileBins
 // (the paper fits a spline), the window is taken directly from the profile
 // rather than spread over the epoch's packets, and the target is frozen for one
@@ -24,6 +28,8 @@ namespace {
 // Windows above this share the last bin; 4095 packets is 49 Mbit/s at 120 ms.
 constexpr std::size_t kProfileBins = 4096;
 constexpr double kProfileGain = 0.125;
+// The delay a loss counts as in the profile, in units of the largest tolerated (r x min RTT).
+constexpr double kLossDelayFactor = 2;
 
 class Verus final : public Controller {
  public:
@@ -44,7 +50,12 @@ class Verus final : public Controller {
     const double rtt_ms = ack_ms - send_ms;
     if (!(rtt_ms >= 0)) return;
     rtt_.add(rtt_ms);
-    while (!sent_.empty() && sent_.front().seq < seq) sent_.pop_front();
+    // A lost packet teaches its window a delay beyond the tolerated one: where
+    // the buffer is shallow the RTT saturates and only losses say "too many".
+    while (!sent_.empty() && sent_.front().seq < seq) {
+      learn(sent_.front().window, kLossDelayFactor * r_ * rtt_.min());
+      sent_.pop_front();
+    }
     if (!sent_.empty() && sent_.front().seq == seq) {
       learn(sent_.front().window, rtt_ms);
       sent_.pop_front();
@@ -138,7 +149,11 @@ class Verus final : public Controller {
       if (known_[b] && profile_[b] <= target_ms) best = b;
     }
     if (best == 0) return window_ - 1;  // even the smallest explored window is too slow
-    if (best == max_known_ && best + 1 < kProfileBins) return static_cast<double>(best + 1);
+    if (best == max_known_) {
+      const double top = static_cast<double>(best);
+      return std::min(std::max(top + 1, top * target_ms / profile_[best]),
+                      static_cast<double>(kProfileBins - 1));
+    }
     return static_cast<double>(best);
   }
 

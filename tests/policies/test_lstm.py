@@ -1,0 +1,112 @@
+"""LstmPolicy: batched greedy steps, state resets, sequences versus steps, files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ccgym.emulators import _core
+from ccgym.policies.lstm import LstmPolicy
+
+
+def simulated_observations(steps: int = 200, window: float = 30.0) -> np.ndarray:
+    """Real observations: a fixed external window on a 12 Mbit/s link."""
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1, False)
+    sim.set_window(window)
+    out = []
+    for k in range(steps):
+        out.append(sim.observation(2))
+        sim.run_until((k + 1) * _core.STEP_MS)
+    return np.stack(out).astype(np.float32)
+
+
+@pytest.fixture
+def policy() -> LstmPolicy:
+    torch.manual_seed(0)
+    p = LstmPolicy(hidden_size=16)
+    # Larger weights than the default init, so that actions differ between inputs and states.
+    with torch.no_grad():
+        for param in p.parameters():
+            param.mul_(4.0)
+    return p.eval()
+
+
+def test_act_shapes_and_range(policy: LstmPolicy) -> None:
+    obs = np.random.default_rng(0).random((7, _core.OBS_DIM), dtype=np.float32)
+    actions, (h, c) = policy.act(obs, None, np.ones(7, dtype=bool))
+    assert actions.shape == (7,) and actions.dtype == np.int64
+    assert ((actions >= 0) & (actions < _core.NUM_ACTIONS)).all()
+    assert h.shape == c.shape == (1, 7, 16)
+
+
+def test_act_batches_environments_independently(policy: LstmPolicy) -> None:
+    rng = np.random.default_rng(1)
+    obs = rng.random((30, 3, _core.OBS_DIM), dtype=np.float32) * 3
+    state = policy.initial_state(3)
+    singles = [policy.initial_state(1) for _ in range(3)]
+    starts = np.zeros(3, dtype=bool)
+    for t in range(30):
+        batched, state = policy.act(obs[t], state, starts)
+        for i in range(3):
+            alone, singles[i] = policy.act(obs[t, i:i + 1], singles[i], starts[:1])
+            assert alone[0] == batched[i]
+    for i in range(3):
+        torch.testing.assert_close(state[0][:, i], singles[i][0][:, 0])
+
+
+def test_episode_start_resets_only_that_environment(policy: LstmPolicy) -> None:
+    obs = simulated_observations(50)
+    pair = np.stack([obs, obs[::-1]], axis=1)  # two environments, different histories
+    state = policy.initial_state(2)
+    for t in range(40):
+        _, state = policy.act(pair[t], state, np.zeros(2, dtype=bool))
+    before = state[0].clone()
+    _, after = policy.act(pair[40], state, np.array([True, False]))
+    _, fresh = policy.act(pair[40, :1], None)
+    _, carried = policy.act(pair[40, 1:], (state[0][:, 1:], state[1][:, 1:]))
+    torch.testing.assert_close(after[0][:, 0], fresh[0][:, 0])
+    torch.testing.assert_close(after[0][:, 1], carried[0][:, 0])
+    assert not torch.allclose(before[:, 0], torch.zeros_like(before[:, 0]))
+    # The caller's state is not modified in place.
+    torch.testing.assert_close(state[0], before)
+
+
+def test_forward_on_a_sequence_equals_stepping(policy: LstmPolicy) -> None:
+    obs = simulated_observations(120)
+    logits, _ = policy(torch.from_numpy(obs).unsqueeze(0))
+    stepped, state = [], None
+    for t in range(len(obs)):
+        action, state = policy.act(obs[t:t + 1], state)
+        stepped.append(action[0])
+    np.testing.assert_array_equal(logits[0].argmax(-1).numpy(), np.array(stepped))
+
+
+def test_save_load_round_trip_gives_identical_actions(policy: LstmPolicy, tmp_path) -> None:
+    path = tmp_path / "policy.pt"
+    policy.save(path)
+    loaded = LstmPolicy.load(path)
+    assert (loaded.hidden_size, loaded.obs_dim, loaded.num_actions) == (
+        16, _core.OBS_DIM, _core.NUM_ACTIONS)
+    obs = simulated_observations(200)
+    a_state = b_state = None
+    for t in range(len(obs)):
+        a, a_state = policy.act(obs[t:t + 1], a_state)
+        b, b_state = loaded.act(obs[t:t + 1], b_state)
+        assert a[0] == b[0]
+    torch.testing.assert_close(a_state[1], b_state[1], rtol=0, atol=0)
+    assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left nothing behind
+
+
+def test_load_rejects_other_files(tmp_path) -> None:
+    path = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, path)
+    with pytest.raises(ValueError, match="not a ccgym LSTM policy"):
+        LstmPolicy.load(path)
+
+
+def test_act_rejects_wrong_shapes(policy: LstmPolicy) -> None:
+    with pytest.raises(ValueError, match="obs must be"):
+        policy.act(np.zeros((2, _core.OBS_DIM + 1), np.float32), None)
+    with pytest.raises(ValueError, match="state must be"):
+        policy.act(np.zeros((2, _core.OBS_DIM), np.float32), policy.initial_state(3))

@@ -1,0 +1,117 @@
+"""Training configs: the packaged ones load; mistakes fail naming file, section and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccgym.errors import UserError
+from ccgym.train.config import (TrainConfig, load_config, load_packaged_config, parse_config,
+                                resolve_link_entries, resolve_validation_links, to_toml)
+
+
+def write(tmp_path: Path, text: str, name: str = "train.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["quick", "indigo", "cellular"])
+def test_packaged_configs_load(name: str) -> None:
+    config = load_packaged_config(name)
+    assert config.run.name == name
+    assert config.run.iterations >= 1
+
+
+def test_quick_config_links_resolve_without_data() -> None:
+    config = load_packaged_config("quick")
+    train = resolve_link_entries(config.links.train, "train")
+    validation, note = resolve_validation_links(config)
+    assert len(train) == 16 and note is None
+    assert not {link.spec for link in train} & {link.spec for link in validation}
+
+
+def test_unknown_key_names_file_section_key_and_valid_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "[dagger]\nbeta_decai = 0.5\n")
+    with pytest.raises(UserError) as e:
+        load_config(path)
+    message = str(e.value)
+    assert str(path) in message and "[dagger]" in message and "'beta_decai'" in message
+    assert "did you mean 'beta_decay'" in message
+    assert "bptt_len" in message and "patience" in message  # the valid keys are listed
+
+
+def test_unknown_section(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"unknown key 'trainer'.*valid keys: run, links"):
+        load_config(write(tmp_path, "[trainer]\nlr = 1\n"))
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[run]\nworkers = "two"\n', r"\[run\] workers: must be an integer, got 'two'"),
+    ("[run]\niterations = 2.5\n", r"\[run\] iterations: must be an integer"),
+    ("[run]\nseed = true\n", r"\[run\] seed: must be an integer"),
+    ("[optimizer]\nlr = \"fast\"\n", r"\[optimizer\] lr: must be a number"),
+    ("[links]\ntrain = 12\n", r"\[links\] train: must be a string or a list of strings"),
+    ("[eval]\nbaselines = \"cubic\"\n", r"\[eval\] baselines: must be a list of strings"),
+    ("run = 3\n", r"\[run\]: must be a table"),
+])
+def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        load_config(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("text, match", [
+    ("[run]\nworkers = -1\n", r"\[run\] workers: must be 0 \(serial\) or more"),
+    ("[dagger]\nbeta0 = 1.5\n", r"\[dagger\] beta0: must be in \[0, 1\]"),
+    ("[dagger]\nepisode_ms = 1005\n", r"\[dagger\] episode_ms: must be a multiple"),
+    ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
+    ("[run]\nname = \"a__b\"\n", r"\[run\] name"),
+    ("[links]\ntrain = []\n", r"\[links\] train: must name a link set"),
+])
+def test_bad_values(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        load_config(write(tmp_path, text))
+
+
+def test_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "[run\nname = 1\n")
+    with pytest.raises(UserError, match=f"{path}: TOML syntax error"):
+        load_config(path)
+
+
+def test_defaults_and_written_config_round_trip(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[run]\nname = "x"\n[dagger]\nbeta_decay = 0.25\n'))
+    assert config.dagger.beta_decay == 0.25
+    assert config.dagger.bptt_len == TrainConfig().dagger.bptt_len  # untouched: the default
+    again = load_config(write(tmp_path, to_toml(config, header="resolved"), "resolved.toml"))
+    assert again == config
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch) -> None:
+    sets = tmp_path / "conf"
+    sets.mkdir()
+    (sets / "mine.toml").write_text(
+        'group = "mine"\n[[link]]\nname = "a"\nrate_mbps = 5\ndelay_ms = 10\n')
+    path = write(sets, '[links]\ntrain = "mine.toml"\n'
+                       'validation = ["rate_mbps=6,delay_ms=10"]\n')
+    monkeypatch.chdir(tmp_path)  # elsewhere than the config
+    config = load_config(path)
+    assert Path(config.links.train).is_absolute()
+    [link] = resolve_link_entries(config.links.train, "train")
+    assert link.name == "a" and link.group == "mine"
+
+
+def test_validation_falls_back_when_the_shared_data_is_absent(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "no-data-here"))
+    config = parse_config({"links": {"validation": "cellular-real",
+                                     "validation_fallback": ["rate_mbps=7,delay_ms=10"]}})
+    links, note = resolve_validation_links(config)
+    assert note and "fallback" in note
+    assert [link.spec for link in links] == [
+        resolve_link_entries(["rate_mbps=7,delay_ms=10"], "x")[0].spec]
+    # Without a fallback the missing data is an error that says what to do.
+    config.links.validation_fallback = ""
+    with pytest.raises(UserError, match="not found"):
+        resolve_validation_links(config)
