@@ -3,7 +3,7 @@
 The graph uses elementary operators only (MatMul, Add, Sigmoid, Tanh, Mul), so the C++ sender
 runs it with OpenCV's dnn module; its metadata holds the observation scaling, the action set
 and the step. After writing, the file is checked against PyTorch with onnxruntime over
-observations from a simulated run. Examples:
+observations of a simulated run. Examples:
 
   ccgym export runs/quick__1__20250101-120000            # writes .../policy.onnx
   ccgym export runs/quick__1__20250101-120000/policy.pt -o /tmp/indigo.onnx

@@ -37,6 +37,8 @@ OPSET = 17
 IR_VERSION = 8
 GATES = ("i", "f", "g", "o")  # torch.nn.LSTM's order of the gates in its stacked weights
 ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul"})
+# Share of random actions in the check's recorded run (the rest are the expert's).
+EXPLORATION = 0.3
 FORMAT = "ccgym-lstm-step"
 FORMAT_VERSION = "1"
 OBS_LAYOUT = ("0 EWMA queueing delay / delay_scale_ms; 1 EWMA delivery rate / rate_scale_mbps; "
@@ -168,17 +170,25 @@ def max_difference(policy: LstmPolicy, path: str | os.PathLike,
     return worst
 
 
-def recorded_observations(link: str, steps: int, seed: int = 1) -> np.ndarray:
-    """Observations (steps, OBS_DIM) of a simulated flow whose window follows random actions:
-    inputs as the C++ features make them, over a wide range of windows, delays and rates
-    (a policy's own run may sit at one window and exercise little of the graph)."""
+def recorded_observations(link: str, steps: int, seed: int = 1,
+                          exploration: float = EXPLORATION) -> np.ndarray:
+    """Observations (steps, OBS_DIM) of a simulated flow steered by the oracle's expert,
+    taking a random action with probability `exploration`: inputs as the C++ features make
+    them, in the range a deployed policy meets, and varied (a random-weight policy's own run
+    may hold one window and exercise little of the graph)."""
+    from ccgym.oracle.ideal import expert_action, ideal_window
+
     rng = np.random.default_rng(seed)
     sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
+    ideal = ideal_window(link, seed)
     previous = [tuple(a) for a in _core.ACTIONS].index(("+", 0.0))
     out = []
     for k in range(steps):
         out.append(sim.observation(previous, 0))
-        previous = int(rng.integers(_core.NUM_ACTIONS))
+        if rng.random() < exploration:
+            previous = int(rng.integers(_core.NUM_ACTIONS))
+        else:
+            previous = expert_action(sim.window(0), ideal.window(sim.now_ms))
         sim.set_window(_core.apply_action(sim.window(0), previous), 0)
         sim.run_until((k + 1) * float(_core.STEP_MS))
     return np.stack(out).astype(np.float32)

@@ -181,12 +181,23 @@ def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None)
                        ideal_window(link.spec, oracle_seed, oracle_duration_ms))
 
 
+# The scaled delay, rates and window have no upper bound; the largest float32 says so in
+# a finite number, which tools that normalize by the bounds (and gymnasium's checker) accept.
+UNBOUNDED = float(np.finfo(np.float32).max)
+
+
 def observation_space() -> spaces.Box:
-    """Rates, delays and the window are >= 0 and unbounded; the one-hot is in [0, 1]."""
+    """Delay, rates and window are >= 0 and unbounded; the one-hot is in [0, 1]."""
     scaled = 4
-    high = np.array([np.inf] * scaled + [1.0] * _core.NUM_ACTIONS, dtype=np.float32)
+    high = np.array([UNBOUNDED] * scaled + [1.0] * _core.NUM_ACTIONS, dtype=np.float32)
     assert high.shape == (_core.OBS_DIM,)
     return spaces.Box(low=np.zeros(_core.OBS_DIM, np.float32), high=high, dtype=np.float32)
+
+
+def check_render_mode(render_mode: str | None) -> None:
+    """gymnasium.make passes render_mode (often None); there is nothing to render."""
+    if render_mode is not None:
+        raise ValueError(f"render_mode: ccgym/Link-v0 renders nothing, got {render_mode!r}")
 
 
 def draw_episode(rng: np.random.Generator, num_links: int) -> tuple[int, int]:
@@ -221,7 +232,9 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, config: Mapping[str, Any] | EnvConfig | None = None,
-                 **kwargs: Any) -> None:
+                 render_mode: str | None = None, **kwargs: Any) -> None:
+        check_render_mode(render_mode)
+        self.render_mode = render_mode
         self.config = EnvConfig.build(config, **kwargs)
         self.links = resolve_env_links(self.config.links)
         self.observation_space = observation_space()

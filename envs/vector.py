@@ -20,7 +20,8 @@ infos["final_obs"] (object array) and infos["final_info"] (dict of arrays), each
 its "_final_obs" / "_final_info" mask. So every returned observation needs a decision
 and has an expert label; a recurrent policy resets its state where
 terminated | truncated. Episodes never terminate and all have the same length, so every
-slot truncates and resets on the same step.
+slot truncates and resets on the same step: the slots share one virtual clock, which the
+C++ VecSimulator relies on (it steps every simulation to the first one's time + STEP_MS).
 
 infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
 delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True).
@@ -38,9 +39,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import (HOLD_ACTION, EnvConfig, LinkProfile, delivered_mbps,
-                                 draw_episode, link_profile, observation_space,
-                                 resolve_env_links, step_delay_ms, step_reward)
+from ccgym.envs.link_env import (HOLD_ACTION, EnvConfig, LinkProfile, check_render_mode,
+                                 delivered_mbps, draw_episode, link_profile,
+                                 observation_space, resolve_env_links, step_delay_ms,
+                                 step_reward)
 from ccgym.oracle.ideal import expert_action
 
 # Columns of VecSimulator.stats() (emulators/binding/module.cc).
@@ -55,7 +57,9 @@ class VecLinkEnv(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int, config: Mapping[str, Any] | EnvConfig | None = None,
-                 threads: int = 0, **kwargs: Any) -> None:
+                 threads: int = 0, render_mode: str | None = None, **kwargs: Any) -> None:
+        check_render_mode(render_mode)
+        self.render_mode = render_mode
         if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if not isinstance(threads, int) or threads < 0:
@@ -71,6 +75,7 @@ class VecLinkEnv(VectorEnv):
         self._vec = _core.VecSimulator(num_envs, threads)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self._profiles: list[LinkProfile | None] = [None] * num_envs
+        self._names = np.full(num_envs, "", dtype=object)
         self._rate = np.ones(num_envs)
         self._propagation = np.zeros(num_envs)
         self._previous_delay = np.zeros(num_envs)
@@ -134,6 +139,7 @@ class VecLinkEnv(VectorEnv):
                                self.config.oracle_duration_ms)
         self._vec.reset(i, profile.spec, sim_seed, self.config.initial_window)
         self._profiles[i] = profile
+        self._names[i] = profile.name
         self._rate[i] = profile.rate_mbps
         self._propagation[i] = profile.delay_ms
         self._previous_delay[i] = profile.delay_ms
@@ -155,14 +161,13 @@ class VecLinkEnv(VectorEnv):
                windows: np.ndarray | None = None) -> dict[str, Any]:
         n = self.num_envs
         if windows is None:
-            windows = np.array([self._vec.window(i) for i in range(n)])
-        ideal = np.array([self._profiles[i].ideal.window(self._vec.now_ms(i)) for i in range(n)])
-        self._expert = np.array([expert_action(w, g) for w, g in zip(windows, ideal)],
-                                dtype=np.int64)
-        links = np.empty(n, dtype=object)
-        links[:] = [p.name for p in self._profiles]
+            windows = np.array([self._vec.window(i) for i in range(n)], dtype=np.float64)
+        now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
+        ideal = np.array([p.ideal.window(now) for p in self._profiles])
+        pairs = zip(windows.tolist(), ideal.tolist())
+        self._expert = np.array([expert_action(w, g) for w, g in pairs], dtype=np.int64)
         infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
-                 "window": np.asarray(windows, dtype=np.float64), "link": links,
+                 "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),
                  "delivered_mbps": np.asarray(delivered, dtype=np.float64),
                  "delay_ms": np.asarray(delay, dtype=np.float64)}
         for key in list(infos):

@@ -127,12 +127,14 @@ def run(args: argparse.Namespace) -> int:
         run_dir = None
     if changes:
         config = with_overrides(config, **changes)
+
+    from ccgym.train.dagger import check_config, train
+
+    check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if run_dir is None:
         run_dir = new_run_dir(Path(args.out), config.run.name, config.run.seed)
     write_config(run_dir, config)
     print(f"run folder: {run_dir}")
-
-    from ccgym.train.dagger import train
 
     progress = not args.no_progress
     try:
@@ -141,9 +143,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"interrupted; continue with: ccgym train --resume {run_dir}", file=sys.stderr)
         raise
-    print(f"best policy: {run_dir / 'policy.pt'} (iteration {state.best_iteration}, "
-          f"validation score {state.best_score:.3f}, expert agreement "
-          f"{state.best_agreement:.3f})")
+    best = next((h for h in state.history if int(h["iteration"]) == state.best_iteration), None)
+    if best is not None:
+        print(f"best policy: {run_dir / 'policy.pt'} (iteration {state.best_iteration}, "
+              f"validation score {best['score']:.3f}, held-out expert agreement "
+              f"{best['agreement']:.3f})")
     if config.eval.leaderboard and not args.no_leaderboard:
         text = leaderboard(config, run_dir, progress)
         print(text, end="")

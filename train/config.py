@@ -9,8 +9,9 @@ reads it back from there.
     [run]        name, seed, workers, ray_address, iterations, env_threads, torch_threads
     [links]      train, validation, validation_fallback
     [model]      hidden_size
-    [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, bptt_len,
-                 epochs, batch_size, patience, min_delta, holdout_fraction
+    [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
+                 class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
+                 holdout_fraction
     [optimizer]  lr, weight_decay, grad_clip
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
 
@@ -83,15 +84,25 @@ class DaggerSection:
     # every later iteration (iteration 1 always follows the expert: there is no policy yet).
     beta0: float = 1.0
     beta_decay: float = 0.5
+    # Probability of replacing the executed action by a uniformly random one, at every
+    # iteration (noise injection, as DART, Laskey et al. 2017): the expert, once on its
+    # ideal window, would hold it forever and the dataset would teach nothing but "hold";
+    # perturbed windows show it correcting from every side. States stay labelled with the
+    # expert's action.
+    exploration: float = 0.1
+    # Cross-entropy weight of each action: (its share of the labels) ^ -class_weight_power,
+    # normalized to a mean of 1 per label. 0: unweighted; 1: every action counts equally.
+    # "Hold" dominates the expert's labels; without weights the policy learns only that.
+    class_weight_power: float = 0.5
     # Steps per truncated-BPTT segment; the recurrent state carries over between segments.
     bptt_len: int = 50
     # Passes over the aggregated dataset per iteration.
     epochs: int = 4
-    # Episodes per gradient batch.
-    batch_size: int = 16
+    # Episodes per gradient batch. Small batches: many steps per pass over a small dataset.
+    batch_size: int = 4
     # Stop after this many iterations in which neither held-out agreement nor validation
     # score improved by more than min_delta.
-    patience: int = 3
+    patience: int = 6
     min_delta: float = 1e-3
     # Fraction of each iteration's episodes kept out of training to measure agreement.
     holdout_fraction: float = 0.2
@@ -100,7 +111,7 @@ class DaggerSection:
 @dataclass
 class OptimizerSection:
     # Adam's learning rate and decoupled weight decay (AdamW).
-    lr: float = 3e-3
+    lr: float = 5e-3
     weight_decay: float = 0.0
     # Gradient norm clip per step; 0 turns it off. LSTMs on long sequences need it.
     grad_clip: float = 1.0
@@ -276,7 +287,9 @@ def validate(config: TrainConfig, source: str) -> None:
     steps = dagger.episode_ms / _core.STEP_MS
     if abs(steps - round(steps)) > 1e-9:
         raise bad("dagger.episode_ms", f"must be a multiple of the step, {_core.STEP_MS:g} ms")
-    for key, value in (("dagger.beta0", dagger.beta0), ("dagger.beta_decay", dagger.beta_decay)):
+    for key, value in (("dagger.beta0", dagger.beta0), ("dagger.beta_decay", dagger.beta_decay),
+                       ("dagger.exploration", dagger.exploration),
+                       ("dagger.class_weight_power", dagger.class_weight_power)):
         if not 0.0 <= value <= 1.0:
             raise bad(key, f"must be in [0, 1], got {value}")
     if not 0.0 <= dagger.holdout_fraction < 1.0:
@@ -338,7 +351,9 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
 
 
 def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
-    """The Link objects (ccgym.emulators.links.Link) a [links] entry names."""
+    """The Link objects (ccgym.emulators.links.Link) a [links] entry names. Links given as
+    spec strings form a group named after the entry (e.g. "validation"); a link set's links
+    keep the set's group."""
     from ccgym.emulators.links import find_link_set, link_from_spec, load_link_set
 
     items = [entries] if isinstance(entries, str) else list(entries)
@@ -346,7 +361,7 @@ def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
     try:
         for item in items:
             if "=" in item:
-                links.append(link_from_spec(item))
+                links.append(dataclasses.replace(link_from_spec(item), group=what))
             else:
                 links.extend(load_link_set(find_link_set(item)))
     except UserError as e:
@@ -419,11 +434,12 @@ def to_toml(config: TrainConfig, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_overrides(config: TrainConfig, **changes: Any) -> TrainConfig:
+def with_overrides(config: TrainConfig, source: str = "command line",
+                   **changes: Any) -> TrainConfig:
     """A copy with `section.key` changes (e.g. {"run.iterations": 3}), re-validated."""
     doc = config.to_dict()
     for dotted, value in changes.items():
         section, key = dotted.split(".")
         doc[section][key] = value
-    return parse_config(doc, "overrides")
+    return parse_config(doc, source)
 

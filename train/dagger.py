@@ -69,6 +69,7 @@ class RolloutTask:
     seed: int  # the environment's reset seed; sub-environment i uses seed + i
     beta: float
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
+    exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
 
 
@@ -97,6 +98,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     try:
         steps = int(round(task.env_config["episode_ms"] / _step_ms()))
         n = task.num_envs
+        num_actions = int(env.single_action_space.n)
         policy = LstmPolicy.from_file_dict(task.policy) if task.policy is not None else None
         coins = np.random.default_rng([task.seed, task.worker_index, MIXING_STREAM])
         obs, infos = env.reset(seed=task.seed)
@@ -120,6 +122,9 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
                 actions = np.where(use_expert, expert, mine)
             else:
                 actions = expert
+            if task.exploration > 0:
+                explore = coins.random(n) < task.exploration
+                actions = np.where(explore, coins.integers(0, num_actions, n), actions)
             env_steps += int(np.sum(alive))
             if t == steps - 1:
                 break  # the last observation is labelled; the step after it is not needed
@@ -165,7 +170,7 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         env_config = {"links": list(train_specs), "episode_ms": d.episode_ms, "seed": seed}
         tasks.append(RolloutTask(worker_index, n, env_config, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 config.run.env_threads))
+                                 d.exploration, config.run.env_threads))
     return tasks
 
 
@@ -247,12 +252,25 @@ def _batch(episodes: Sequence[Episode]) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(obs), torch.from_numpy(labels)
 
 
+def class_weights(episodes: Sequence[Episode], num_actions: int, power: float) -> torch.Tensor:
+    """share(action) ^ -power, scaled so that the mean weight over all labels is 1."""
+    counts = np.zeros(num_actions)
+    for _, labels in episodes:
+        counts += np.bincount(labels[labels >= 0], minlength=num_actions)[:num_actions]
+    share = np.maximum(counts, 1.0) / max(counts.sum(), 1.0)
+    weights = share ** -power
+    weights *= counts.sum() / max(float(np.dot(weights, counts)), 1e-12)
+    return torch.as_tensor(weights, dtype=torch.float32)
+
+
 def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
                  grad_clip: float, rng: np.random.Generator,
+                 weights: torch.Tensor | None = None,
                  on_epoch: Callable[[float], None] | None = None) -> float:
-    """Truncated BPTT over whole episodes; returns the last epoch's mean loss per label."""
-    loss_fn = nn.CrossEntropyLoss(ignore_index=IGNORE_LABEL, reduction="sum")
+    """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
+    label."""
+    loss_fn = nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
     policy.train()
     mean_loss = math.nan
     for _ in range(epochs):
@@ -285,18 +303,26 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
 
 
 @torch.no_grad()
-def agreement(policy: LstmPolicy, episodes: Sequence[Episode], batch_size: int = 64) -> float:
-    """Fraction of labelled steps where the greedy policy, fed the recorded observations,
-    picks the expert's action."""
+def agreement(policy: LstmPolicy, episodes: Sequence[Episode],
+              batch_size: int = 64) -> tuple[float, float]:
+    """(agreement, balanced agreement) of the greedy policy with the expert's labels, fed the
+    recorded observations: the share of steps where it picks the expert's action, and the
+    mean of that share over the actions the expert took (which "hold" cannot dominate)."""
     policy.eval()
-    agreed = total = 0
+    hits = np.zeros(policy.num_actions)
+    totals = np.zeros(policy.num_actions)
     for first in range(0, len(episodes), batch_size):
         obs, labels = _batch(episodes[first:first + batch_size])
         logits, _ = policy(obs)
         valid = labels != IGNORE_LABEL
-        agreed += int(((logits.argmax(-1) == labels) & valid).sum())
-        total += int(valid.sum())
-    return agreed / total if total else math.nan
+        chosen = logits.argmax(-1)[valid].numpy()
+        expected = labels[valid].numpy()
+        totals += np.bincount(expected, minlength=policy.num_actions)
+        hits += np.bincount(expected[chosen == expected], minlength=policy.num_actions)
+    if totals.sum() == 0:
+        return math.nan, math.nan
+    taken = totals > 0
+    return float(hits.sum() / totals.sum()), float(np.mean(hits[taken] / totals[taken]))
 
 
 # ---------------------------------------------------------------- validation
@@ -542,6 +568,7 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     else:
         state = new_state(config)
 
+    check_config(config)
     train_links = resolve_link_entries(config.links.train, "train")
     train_specs = [link.spec for link in train_links]
     validation_links, note = resolve_validation_links(config)
@@ -568,6 +595,21 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     return state
 
 
+def check_config(config: TrainConfig) -> None:
+    """What can only be checked against the build and the files: the baselines exist and the
+    links resolve. A misspelt baseline fails now, not after the training it was to be
+    compared with."""
+    from ccgym.analysis.evaluate import validate_schemes
+
+    for scheme in config.eval.baselines:
+        try:
+            validate_schemes([scheme])
+        except UserError as e:
+            raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
+    resolve_link_entries(config.links.train, "train")
+    resolve_validation_links(config)
+
+
 def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
                train_specs: Sequence[str], validation_links: Sequence[Any], writer: Any,
                checkpoint_path: Path, policy_path: Path, progress: bool,
@@ -579,7 +621,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     beta = beta_for(k, d.beta0, d.beta_decay)
     tasks = make_tasks(config, train_specs, k, state.policy if k > 1 else None)
     total = len(tasks) + d.epochs + 1
-    with tqdm(total=total, desc=f"iteration {k}/{config.run.iterations}", unit="step",
+    with tqdm(total=total, desc=f"iteration {k}/{config.run.iterations}", unit="stage",
               disable=not progress, leave=False) as bar:
         bar.set_postfix_str(f"rollouts, beta={beta:.3f}")
         started = time.perf_counter()
@@ -596,12 +638,14 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
         state.holdout_episodes.extend(new_holdout)
 
         bar.set_postfix_str("training")
+        weights = class_weights(state.train_episodes, state.policy.num_actions,
+                                d.class_weight_power) if d.class_weight_power > 0 else None
         loss = train_epochs(
             state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size,
             d.bptt_len, config.optimizer.grad_clip,
-            np.random.default_rng([config.run.seed, k, SHUFFLE_STREAM]),
+            np.random.default_rng([config.run.seed, k, SHUFFLE_STREAM]), weights,
             on_epoch=lambda value: (bar.update(), bar.set_postfix_str(f"loss={value:.4f}")))
-        held = agreement(state.policy, state.holdout_episodes or state.train_episodes)
+        held, balanced = agreement(state.policy, state.holdout_episodes or state.train_episodes)
 
         bar.set_postfix_str("validation")
         rows = validate_policy(state.policy, validation_links, ev.duration_s * 1000.0,
@@ -625,10 +669,11 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     if state.stale >= d.patience and k < config.run.iterations:
         state.stopped_early = True
     state.history.append({"iteration": float(k), "loss": loss, "agreement": held,
-                          "score": score, "beta": beta})
+                          "balanced_agreement": balanced, "score": score, "beta": beta})
 
     writer.add_scalar("losses/loss", loss, k)
     writer.add_scalar("dagger/expert_agreement", held, k)
+    writer.add_scalar("dagger/balanced_agreement", balanced, k)
     if not math.isnan(rollout_agreement):
         writer.add_scalar("dagger/rollout_agreement", rollout_agreement, k)
     writer.add_scalar("dagger/beta", beta, k)
@@ -643,7 +688,8 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     # The checkpoint comes last: once it exists, the iteration's events and policy.pt do too.
     save_checkpoint(checkpoint_path, state)
 
-    say(f"iteration {k}: loss {loss:.4f}  agreement {held:.3f}  score {score:.3f}  "
+    say(f"iteration {k}: loss {loss:.4f}  agreement {held:.3f} (balanced {balanced:.3f})  "
+        f"score {score:.3f}  "
         f"beta {beta:.3f}  dataset {state.dataset_size} steps  "
         f"SPS {env_steps / max(rollout_s, 1e-9):.0f}"
         + ("  (best)" if state.best_iteration == k else ""))

@@ -26,7 +26,8 @@ std::string Flags::usage() const {
   std::ostringstream out;
   out << "usage: " << program_;
   for (const FlagDef& d : defs_) {
-    out << (d.required ? " --" : " [--") << d.name << ' ' << d.value_name << (d.required ? "" : "]");
+    out << (d.required ? " --" : " [--") << d.name << ' ' << d.value_name
+        << (d.required ? "" : "]");
   }
   out << "\n\n" << summary_ << "\n\n";
   for (const FlagDef& d : defs_) {

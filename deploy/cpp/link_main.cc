@@ -94,8 +94,9 @@ int run(int argc, char** argv) {
   try {
     const LinkSpec spec = parse_link_spec(flags.text("link"));
     // Distinct seeds: the two directions' losses must not be correlated.
-    relay = std::make_unique<Relay>(make_direction(spec.data, spec.delay_ms, spec.once, 2 * seed),
-                                    make_direction(spec.ack, spec.delay_ms, spec.once, 2 * seed + 1));
+    relay = std::make_unique<Relay>(
+        make_direction(spec.data, spec.delay_ms, spec.once, 2 * seed),
+        make_direction(spec.ack, spec.delay_ms, spec.once, 2 * seed + 1));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ccgym-link: --link: %s\n", e.what());
     return net::kExitUsage;

@@ -38,9 +38,18 @@ Address Address::resolve(const std::string& host, uint16_t port) {
   if (rc != 0) {
     throw std::invalid_argument("cannot resolve host '" + host + "': " + gai_strerror(rc));
   }
+  // IPv4 first: the receiver and the relay listen on 127.0.0.1 by default, and
+  // "localhost" often resolves to ::1 first.
+  const addrinfo* chosen = found;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      chosen = a;
+      break;
+    }
+  }
   Address out;
-  std::memcpy(&out.storage, found->ai_addr, found->ai_addrlen);
-  out.len = found->ai_addrlen;
+  std::memcpy(&out.storage, chosen->ai_addr, chosen->ai_addrlen);
+  out.len = chosen->ai_addrlen;
   freeaddrinfo(found);
   return out;
 }
@@ -79,7 +88,8 @@ uint16_t Address::port() const {
 std::string Address::host() const {
   char text[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text, sizeof text);
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text,
+              sizeof text);
   } else if (family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text,
               sizeof text);

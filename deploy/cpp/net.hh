@@ -41,7 +41,8 @@ struct Address {
 
   // "HOST:PORT" or "[V6HOST]:PORT"; HOST may be a name. Throws std::invalid_argument.
   static Address parse(const std::string& host_port);
-  // HOST (numeric or a name) and a port. Throws std::invalid_argument.
+  // HOST (numeric or a name; IPv4 preferred when a name has both) and a port.
+  // Throws std::invalid_argument.
   static Address resolve(const std::string& host, uint16_t port);
 
   int family() const { return storage.ss_family; }

@@ -6,6 +6,7 @@
 // recurrent state carries over from line to line (one episode). Output: one line
 // per observation: the action (argmax), then the kNumActions logits, then h' and
 // c' (hidden size each), blank-separated, with float precision (%.9g).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -44,11 +45,9 @@ int run(int argc, char** argv) {
       }
     }
     const PolicyRunner::Logits logits = runner->step(obs);
-    int action = 0;
-    for (int a = 1; a < kNumActions; ++a) {
-      if (logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(action)]) action = a;
-    }
-    std::printf("%d", action);
+    // The sender's choice: the first largest logit (PolicyRunner::act).
+    const auto action = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    std::printf("%d", static_cast<int>(action));
     for (float v : logits) std::printf(" %.9g", static_cast<double>(v));
     for (float v : runner->h()) std::printf(" %.9g", static_cast<double>(v));
     for (float v : runner->c()) std::printf(" %.9g", static_cast<double>(v));

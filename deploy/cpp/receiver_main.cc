@@ -32,7 +32,8 @@ int run(int argc, char** argv) {
                    {{"port", "PORT", "UDP port to listen on; 0 picks a free one", "0"},
                     {"bind", "ADDR", "address to listen on", "127.0.0.1"},
                     {"log", "FILE", "arrival log (TSV)", ""},
-                    {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"}});
+                    {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM",
+                     "0"}});
   flags.parse(argc, argv);
   const uint64_t port = flags.integer("port");
   if (port > 65535) flags.fail("--port must be at most 65535");

@@ -111,9 +111,9 @@ int run(int argc, char** argv) {
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
 #ifdef CCGYM_HAVE_OPENCV
     auto window = std::make_unique<ExternalWindow>(kInitialPolicyWindow);
+    const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
     try {
-      policy = std::make_unique<LearnedPolicy>(scheme.substr(std::char_traits<char>::length(kLstmPrefix)),
-                                               static_cast<int>(hidden), window.get());
+      policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());
     } catch (const std::runtime_error& e) {
       flags.fail(std::string("--scheme: ") + e.what());
     }
@@ -144,7 +144,7 @@ int run(int argc, char** argv) {
 
   // The datagram: header rewritten per send, zero padding written once.
   std::vector<unsigned char> datagram(packet_bytes - wire::kIpUdpHeaderBytes, 0);
-  unsigned char ack_buffer[wire::kAckPayloadBytes + 1];  // +1: a longer datagram is seen as such
+  unsigned char ack_buffer[wire::kAckPayloadBytes];
   uint64_t sent = 0;
   uint64_t send_failures = 0;
   uint64_t acks = 0;
@@ -173,7 +173,10 @@ int run(int argc, char** argv) {
     ssize_t n;
     while ((n = socket.receive(ack_buffer, sizeof ack_buffer, nullptr)) >= 0) {
       wire::Ack ack;
-      if (!wire::decode_ack(ack_buffer, static_cast<std::size_t>(n), ack) || ack.flow != flow) {
+      // n is the datagram's full length, also when it did not fit the buffer.
+      const auto length = static_cast<std::size_t>(n);
+      if (length > sizeof ack_buffer || !wire::decode_ack(ack_buffer, length, ack) ||
+          ack.flow != flow) {
         ++malformed;
         continue;
       }
@@ -181,7 +184,8 @@ int run(int argc, char** argv) {
       sender.on_ack(ack.seq, ack.send_ms, ack.recv_ms, ack_ms);
       ++acks;
       if (log.is_open()) {
-        log.text("ack").integer(flow).integer(ack.seq).integer(ack.payload_bytes + wire::kIpUdpHeaderBytes);
+        log.text("ack").integer(flow).integer(ack.seq);
+        log.integer(ack.payload_bytes + wire::kIpUdpHeaderBytes);
         log.ms(ack.send_ms).ms(ack.recv_ms).ms(ack_ms).ms(sender.window()).end_row();
       }
     }

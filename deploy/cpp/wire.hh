@@ -102,8 +102,12 @@ T load(const unsigned char* at) {
   return value;
 }
 
-inline void store_f64(unsigned char* at, double value) { store(at, std::bit_cast<uint64_t>(value)); }
-inline double load_f64(const unsigned char* at) { return std::bit_cast<double>(load<uint64_t>(at)); }
+inline void store_f64(unsigned char* at, double value) {
+  store(at, std::bit_cast<uint64_t>(value));
+}
+inline double load_f64(const unsigned char* at) {
+  return std::bit_cast<double>(load<uint64_t>(at));
+}
 
 inline void store_preamble(unsigned char* at, uint8_t kind) {
   at[0] = kMagic;

@@ -86,7 +86,8 @@ void check_param(bool ok, const std::string& scheme, const std::string& name, co
 }
 
 void check_window_param(const std::string& scheme, const std::string& name, double value) {
-  static const std::string rule = "in [1, " + std::to_string(static_cast<int>(kMaxSchemeWindow)) + "]";
+  static const std::string rule =
+      "in [1, " + std::to_string(static_cast<int>(kMaxSchemeWindow)) + "]";
   check_param(value >= 1 && value <= kMaxSchemeWindow, scheme, name, rule.c_str(), value);
 }
 

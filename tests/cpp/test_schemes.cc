@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "policies/cpp/controller.hh"
+#include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym {
 namespace {
@@ -37,7 +38,8 @@ struct FakeLinkConfig {
 
 class FakePath {
  public:
-  FakePath(Controller& cc, FakeLinkConfig config) : cc_(cc), config_(std::move(config)), rng_(config_.seed) {}
+  FakePath(Controller& cc, FakeLinkConfig config)
+      : cc_(cc), config_(std::move(config)), rng_(config_.seed) {}
 
   void run_until(double end_ms) {
     while (true) {
@@ -223,10 +225,12 @@ class Driver {
     cc_.on_ack(seq, sent, (sent + ack_ms) / 2, ack_ms);
   }
   // ACKs [from, to) except those in `lost`, spread evenly over [t0, t1].
-  void ack_range(uint64_t from, uint64_t to, double t0, double t1, std::vector<uint64_t> lost = {}) {
+  void ack_range(uint64_t from, uint64_t to, double t0, double t1,
+                 const std::vector<uint64_t>& lost = {}) {
     for (uint64_t s = from; s < to; ++s) {
       if (std::find(lost.begin(), lost.end(), s) != lost.end()) continue;
-      const double f = to - from > 1 ? static_cast<double>(s - from) / static_cast<double>(to - from - 1) : 0;
+      const double span = static_cast<double>(to - from - 1);
+      const double f = to - from > 1 ? static_cast<double>(s - from) / span : 0;
       ack(s, t0 + f * (t1 - t0));
     }
   }
@@ -288,7 +292,8 @@ TEST(SchemeFactory, EverySchemeBuildsFromItsNameAndFromExplicitDefaults) {
     EXPECT_DOUBLE_EQ(explicit_defaults->window_size(), plain->window_size()) << spec;
 
     if (!info.params.empty()) {
-      const auto positional = make_controller(info.name + ":" + std::to_string(info.params[0].value));
+      const std::string first = std::to_string(info.params[0].value);
+      const auto positional = make_controller(info.name + ":" + first);
       EXPECT_EQ(positional->name(), info.name);
     }
   }
@@ -591,6 +596,20 @@ TEST(SchemeCopa, SmallerDeltaQueuesMore) {
   EXPECT_GT(pb.mean_queue_delay_ms(), pa.mean_queue_delay_ms() + 5);
 }
 
+TEST(SchemeCopa, StaysStableOnAFastLink) {
+  // 48 Mbit/s, BDP 160: velocity kept across a turn of direction once made the
+  // window swing between 20 and 250 here (utilization below 0.6).
+  auto cc = make_controller("copa");
+  FakeLinkConfig link;
+  link.packets_per_ms = 4;
+  FakePath path(*cc, link);
+  path.run_until(3000);
+  path.measure_from(3000);
+  path.run_until(15000);
+  EXPECT_GT(path.utilization(), 0.95);
+  EXPECT_LT(path.mean_queue_delay_ms(), 5);
+}
+
 TEST(SchemeDelay, KeepsTheRttBetweenItsThresholdsOnceFull) {
   auto cc = make_controller("delay");
   FakePath path(*cc, FakeLinkConfig{});
@@ -613,6 +632,26 @@ TEST(SchemeEwma, FillsTheLinkWithAboutTheTargetQueue) {
   EXPECT_LT(path.mean_queue_delay_ms(), 30);
 }
 
+TEST(SchemeEwma, PacingKeepsAShallowBufferFromOverflowing) {
+  // 96 Mbit/s, 100 ms RTT (BDP 800 packets), a 30-packet buffer: window jumps
+  // sent as bursts overflow it.
+  FakeLinkConfig link;
+  link.packets_per_ms = 8;
+  link.delay_ms = 50;
+  link.queue_packets = 30;
+  double util[2];
+  for (int paced = 0; paced < 2; ++paced) {
+    auto cc = make_controller(paced ? "ewma" : "ewma:pacing_gain=0");
+    FakePath path(*cc, link);
+    path.run_until(5000);
+    path.measure_from(5000);
+    path.run_until(20000);
+    util[paced] = path.utilization();
+  }
+  EXPECT_GT(util[1], 0.95);
+  EXPECT_LT(util[0], 0.5);
+}
+
 TEST(SchemeVerus, UsesTheLinkWithinItsDelayRatio) {
   auto cc = make_controller("verus");
   FakePath path(*cc, FakeLinkConfig{});
@@ -622,6 +661,23 @@ TEST(SchemeVerus, UsesTheLinkWithinItsDelayRatio) {
   EXPECT_GT(path.utilization(), 0.8);
   // R = 2: the target delay stays below twice the minimum RTT.
   EXPECT_LT(path.rtt_quantile(0.95, 5000), 2 * path.min_rtt_ms() + 10);
+}
+
+TEST(SchemeVerus, LearnsFromLossesBehindAShallowBuffer) {
+  // The RTT saturates at 130 ms < r x min RTT = 200 ms: only losses mark the
+  // windows that overflow the 30-packet buffer.
+  auto cc = make_controller("verus");
+  FakeLinkConfig link;
+  link.delay_ms = 50;
+  link.queue_packets = 30;
+  FakePath path(*cc, link);
+  path.run_until(5000);
+  path.measure_from(5000);
+  const uint64_t dropped_before = path.dropped();
+  path.run_until(30000);
+  EXPECT_GT(path.utilization(), 0.7);
+  // Fewer than one packet in 20 lost once the profile has learned.
+  EXPECT_LT(static_cast<double>(path.dropped() - dropped_before), 0.05 * 25000);
 }
 
 TEST(SchemeSprout, WindowShrinksInAnOutageAndRecoversAfter) {
@@ -693,9 +749,9 @@ TEST(SchemeRobustness, EverySchemeStaysFiniteUnderRandomEvents) {
       const double w = cc->window_size();
       const double p = cc->pacing_rate_mbps();
       const double t = cc->timeout_ms();
-      if (!(std::isfinite(w) && w >= 1 && std::isfinite(p) && p >= 0 && std::isfinite(t) && t > 0)) {
-        ++invalid;
-      }
+      const bool ok = std::isfinite(w) && w >= 1 && std::isfinite(p) && p >= 0 &&
+                      std::isfinite(t) && t > 0;
+      if (!ok) ++invalid;
     };
     for (int step = 0; step < 200000; ++step) {
       // Time jumps from nothing to seconds; rare huge jumps.
@@ -721,6 +777,43 @@ TEST(SchemeRobustness, EverySchemeStaysFiniteUnderRandomEvents) {
     }
     EXPECT_EQ(invalid, 0) << info.name;
   }
+}
+
+TEST(SchemeHelpers, WindowedMinMatchesABruteForceMinimum) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  schemes::WindowedMin fast(2);  // tiny, so that it has to grow
+  std::vector<std::pair<double, double>> all;
+  double t = 0;
+  double cutoff = -kInf;  // a sample once out of the window stays forgotten
+  for (int i = 0; i < 20000; ++i) {
+    t += 3 * u(rng);
+    // Rising runs (the deque's worst case) broken by drops.
+    const double v = i % 500 < 400 ? i % 500 + u(rng) : 1000 * u(rng);
+    const double window = 50 + 50 * u(rng);  // varies, as Copa's srtt/2 does
+    cutoff = std::max(cutoff, t - window);
+    all.push_back({t, v});
+    fast.add(t, v, window);
+    double brute = kInf;
+    for (auto it = all.rbegin(); it != all.rend() && it->first >= cutoff; ++it) {
+      brute = std::min(brute, it->second);
+    }
+    ASSERT_DOUBLE_EQ(fast.min(), brute) << "sample " << i;
+  }
+}
+
+TEST(SchemeHelpers, LossDetectorCountsOneEventPerFlight) {
+  schemes::LossDetector loss;
+  for (uint64_t s = 0; s < 10; ++s) loss.on_sent(s);
+  EXPECT_FALSE(loss.on_ack(0));
+  EXPECT_TRUE(loss.on_ack(2));   // 1 lost
+  EXPECT_FALSE(loss.on_ack(5));  // 3, 4 lost: same flight
+  for (uint64_t s = 10; s < 20; ++s) loss.on_sent(s);
+  EXPECT_FALSE(loss.on_ack(9));  // 6..8 were sent before the event
+  EXPECT_TRUE(loss.on_ack(12));  // 10, 11: a later flight
+  EXPECT_EQ(loss.lost(), 1u + 2 + 3 + 2);
+  loss.on_timeout();
+  EXPECT_FALSE(loss.on_ack(19));  // the flight the timeout ended
 }
 
 TEST(SchemeRobustness, SameSeedSameWindows) {

@@ -52,14 +52,31 @@ def test_same_seed_same_rollout_different_seed_differs():
 
 
 def test_info_carries_the_oracle_and_the_step():
-    env = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=10)
+    env = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=15)
     obs, info = env.reset(seed=1)
     assert set(info) == INFO_KEYS
     assert env.observation_space.contains(obs)
-    assert info["ideal_window"] == pytest.approx(40) and info["window"] == 10
-    assert info["expert_action"] == 4  # x2 takes 10 closest to 40
+    assert info["ideal_window"] == pytest.approx(40) and info["window"] == 15
+    assert info["expert_action"] == 4  # x2 takes 15 closest to 40
     _, _, _, _, info = env.step(info["expert_action"])
-    assert info["window"] == 20 and info["link"] == LINK_12
+    assert info["window"] == 30 and info["link"] == LINK_12
+    assert info["expert_action"] == 3  # +10: 40
+
+
+def test_first_rewards_worked_out_by_hand():
+    # 10 packets leave at 0, take the opportunities at 1..10 ms and arrive 20 ms later:
+    # nothing arrives in the first two steps (the delay grows from 20 ms by 10 ms a step,
+    # throughput sits at its floor), then all 10 in (20, 30] ms: 12 Mbit/s, the link's
+    # rate, at a mean one-way delay of 25.5 ms.
+    env = LinkEnv(links=[LINK_12], initial_window=10)
+    env.reset(seed=0)
+    rewards, infos = zip(*[(r, info) for _, r, _, _, info in (env.step(2) for _ in range(3))])
+    floor = np.log(0.01)
+    assert rewards[0] == pytest.approx(floor - np.log(30 / 20))
+    assert rewards[1] == pytest.approx(floor - np.log(40 / 20))
+    assert rewards[2] == pytest.approx(-np.log(25.5 / 20))
+    assert [i["delay_ms"] for i in infos] == pytest.approx([30, 40, 25.5])
+    assert [i["delivered_mbps"] for i in infos] == pytest.approx([0, 0, 12])
 
 
 def test_following_the_expert_reaches_the_ideal_and_earns_more_than_starving():
@@ -88,7 +105,8 @@ def test_episode_truncates_after_episode_ms():
 
 
 def test_gymnasium_make_builds_the_registered_env():
-    env = gymnasium.make("ccgym/Link-v0", config={"links": [LINK_12], "episode_ms": 100})
+    env = gymnasium.make("ccgym/Link-v0", render_mode=None,
+                         config={"links": [LINK_12], "episode_ms": 100})
     obs, info = env.reset(seed=0)
     assert obs.shape == (_core.OBS_DIM,) and obs.dtype == np.float32
     assert env.unwrapped.config.episode_ms == 100

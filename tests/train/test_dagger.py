@@ -23,7 +23,7 @@ def tiny_doc(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 3},
         "links": {"train": TRAIN_LINKS, "validation": VALIDATION_LINKS},
         "model": {"hidden_size": 16},
-        "dagger": {"rollouts_per_iteration": 4, "num_envs": 4, "episode_ms": 3000.0,
+        "dagger": {"rollouts_per_iteration": 8, "num_envs": 4, "episode_ms": 3000.0,
                    "epochs": 6, "batch_size": 4, "bptt_len": 50, "patience": 10,
                    "holdout_fraction": 0.25, "beta_decay": 0.5},
         "optimizer": {"lr": 0.01},
@@ -50,34 +50,51 @@ def test_beta_schedule() -> None:
 
 def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -> None:
     config = tiny_config()
-    [task] = make_tasks(config, TRAIN_LINKS, 1, None)
-    result = run_rollout(task)
+    tasks = make_tasks(config, TRAIN_LINKS, 1, None)
+    assert len(tasks) == 2 and tasks[0].seed + 4 == tasks[1].seed  # disjoint env seeds
+    result = run_rollout(tasks[0])
     steps = int(config.dagger.episode_ms / 10)
     assert result.obs.shape[:2] == result.labels.shape == (4, steps)
     assert (result.lengths == steps).all() and result.env_steps == 4 * steps
     assert ((result.labels >= 0) & (result.labels < 5)).all()
-    # Following the expert, the previous-action one-hot of step t+1 is the label of step t.
+    # At beta = 1 with no exploration noise, the executed action (the previous-action
+    # one-hot of step t+1) is the label of step t.
+    tasks[0].exploration = 0.0
+    result = run_rollout(tasks[0])
     previous = result.obs[:, 1:, 4:].argmax(-1)
     np.testing.assert_array_equal(previous, result.labels[:, :-1])
+    # With noise, some executed actions differ from the labels (which stay the expert's).
+    tasks[0].exploration = 0.5
+    noisy = run_rollout(tasks[0])
+    assert (noisy.obs[:, 1:, 4:].argmax(-1) != noisy.labels[:, :-1]).mean() > 0.2
     # Different workers draw different episodes.
-    [other] = make_tasks(config, TRAIN_LINKS, 2, None)
-    assert not np.array_equal(run_rollout(other).obs, result.obs)
+    assert not np.array_equal(run_rollout(tasks[1]).obs, result.obs)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DaggerState]:
     run_dir = tmp_path_factory.mktemp("dagger") / "run"
-    state = train(tiny_config(), run_dir, progress=False, say=quiet)
+    # With the reference lines: the oracle and one baseline on the validation link.
+    config = tiny_config(eval={"baselines": ["fixed:20"], "oracle": True})
+    state = train(config, run_dir, progress=False, say=quiet)
     return run_dir, state
 
 
 def test_dagger_reaches_high_expert_agreement(trained: tuple[Path, DaggerState]) -> None:
+    from ccgym.analysis.evaluate import run_scheme
+    from ccgym.emulators.links import link_from_spec
+
     run_dir, state = trained
     assert state.iteration == 3
-    agreements = [h["agreement"] for h in state.history]
-    assert agreements[-1] > 0.8, agreements
-    # The dataset aggregates: 4 episodes of 300 steps per iteration.
-    assert state.dataset_size == 3 * 4 * 300
+    last = state.history[-1]
+    assert last["agreement"] > 0.8, state.history
+    # Not only "hold", the expert's most common action: every action is mostly imitated.
+    assert last["balanced_agreement"] > 0.6, state.history
+    # And it acts on it: on the held-out link it beats holding the initial window.
+    [hold] = run_scheme(link_from_spec(VALIDATION_LINKS[0]), "fixed:10", [3], 2000.0)
+    assert last["score"] > hold.metrics.score + 1.0, (last, hold.metrics.score)
+    # The dataset aggregates: 8 episodes of 300 steps per iteration.
+    assert state.dataset_size == 3 * 8 * 300
     assert (run_dir / "policy.pt").is_file() and (run_dir / "checkpoint.pt").is_file()
 
 
@@ -88,14 +105,20 @@ def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerSt
     events = EventAccumulator(str(run_dir))
     events.Reload()
     scalars = set(events.Tags()["scalars"])
-    expected = {"losses/loss", "dagger/expert_agreement", "dagger/beta", "dagger/dataset_size",
-                "eval/score", "eval/command-line/score", "eval/command-line/throughput_mbps",
-                "eval/command-line/e2e_delay_ms", "charts/SPS"}
+    expected = {"losses/loss", "dagger/expert_agreement", "dagger/balanced_agreement",
+                "dagger/beta", "dagger/dataset_size", "eval/score", "eval/validation/score",
+                "eval/validation/throughput_mbps", "eval/validation/e2e_delay_ms",
+                "eval/oracle_score", "eval/best_baseline_score", "charts/SPS"}
     assert expected <= scalars, expected - scalars
+    # The oracle's line is above the baseline's (BDP window versus 20 packets at 18 Mbit/s,
+    # 15 ms, where the BDP is 45 packets).
+    oracle = events.Scalars("eval/oracle_score")[-1].value
+    baseline = events.Scalars("eval/best_baseline_score")[-1].value
+    assert oracle > baseline
     beta = [(e.step, e.value) for e in events.Scalars("dagger/beta")]
     assert beta == [(1, 1.0), (2, 0.5), (3, 0.25)]
     sizes = [e.value for e in events.Scalars("dagger/dataset_size")]
-    assert sizes == [1200, 2400, 3600]
+    assert sizes == [2400, 4800, 7200]
     assert all(e.value > 0 for e in events.Scalars("charts/SPS"))
     assert "hyperparameters/text_summary" in events.Tags()["tensors"]
 
@@ -147,7 +170,7 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     resumed = load_checkpoint(run_dir / "checkpoint.pt", config)
     assert resumed.iteration == 3
     assert resumed.history[:2] == first.history  # iterations 1-2 were not run again
-    assert resumed.dataset_size == 3 * 4 * 300
+    assert resumed.dataset_size == 3 * 8 * 300
 
     # The resumed run equals an uninterrupted one: all randomness derives from (seed, iteration).
     straight = train(parse_config(tiny_doc(dagger={"epochs": 2})), tmp_path / "straight",
@@ -170,21 +193,25 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["train", str(bad), "--out", str(tmp_path)]) == 2
     assert "unknown key 'epochz'" in capsys.readouterr().err
     assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
-    assert not any(p.is_dir() for p in tmp_path.iterdir())  # no run folder was made
+    typo = tiny_toml(tmp_path, eval={"baselines": ["cubc"]})
+    assert main(["train", str(typo), "--out", str(tmp_path / "runs")]) == 2
+    assert "[eval] baselines: 'cubc'" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # no run folder was made
 
 
 def test_ray_rollouts(tmp_path: Path) -> None:
-    """The Ray path: one worker, one short iteration; Ray is shut down afterwards."""
+    """The Ray path: one worker, one short iteration. Ray is shut down afterwards if the
+    trainer started it, and left running if it was already up (someone else's)."""
     import ray
 
     config = tiny_config(run={"workers": 1, "iterations": 1},
                          dagger={"episode_ms": 1000.0, "epochs": 1})
-    assert not ray.is_initialized()
+    was_running = ray.is_initialized()
     try:
         state = train(config, tmp_path / "ray", progress=False, say=quiet)
     finally:
-        initialized = ray.is_initialized()
-        if initialized:  # the test's own guard; train() must have done this itself
+        running = ray.is_initialized()
+        if running and not was_running:  # the test's own guard; train() must have done it
             ray.shutdown()
-    assert not initialized
-    assert state.iteration == 1 and state.dataset_size == 4 * 100
+    assert running == was_running
+    assert state.iteration == 1 and state.dataset_size == 8 * 100

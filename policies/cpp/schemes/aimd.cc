@@ -17,6 +17,7 @@ class Aimd final : public Controller {
   void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override { loss_.on_sent(seq); }
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
               double ack_ms) override {
+    // send_ms, ack_ms: sender clock.
     rtt_.add(ack_ms - send_ms);
     if (loss_.on_ack(seq)) {
       window_ = clamp_window(window_ * decrease_);

@@ -70,6 +70,7 @@ class Bbr final : public Controller {
     delivered_ms_ = ack_ms;
 
     const double rtt_ms = ack_ms - send_ms;
+    rtt_.add(rtt_ms);
     const bool rtprop_expired = have_rtprop_ && ack_ms > rtprop_stamp_ms_ + kRtpropWindowMs;
     if (rtt_ms >= 0 && (!have_rtprop_ || rtt_ms <= rtprop_ms_ || rtprop_expired)) {
       rtprop_ms_ = rtt_ms;
@@ -101,10 +102,7 @@ class Bbr final : public Controller {
   }
 
   void on_timeout(double now_ms /* sender clock */) override { now_ms_ = now_ms; }
-  double timeout_ms() override {
-    return have_rtprop_ ? std::clamp(4 * rtprop_ms_, RttEstimator::kMinRtoMs, RttEstimator::kMaxRtoMs)
-                        : RttEstimator::kDefaultRtoMs;
-  }
+  double timeout_ms() override { return rtt_.rto(); }
   std::string name() const override { return "bbr"; }
 
  private:
@@ -238,6 +236,7 @@ class Bbr final : public Controller {
   double cwnd_ = kInitialWindow;
   double pacing_rate_ = 0;  // packets per ms; 0 until the first sample: window-limited only
   double now_ms_ = 0;       // sender clock: the latest ACK or timeout
+  RttEstimator rtt_;        // for the timeout only: BBR's own model is rtprop
 
   Ring<SentRecord> sent_{1024};
   double delivered_ = 0;

@@ -4,9 +4,10 @@
 // the minimum over 10 s. On each ACK the window moves by v/(delta x cwnd) toward
 // the target: up if cwnd/RTTstanding <= target, down otherwise. The velocity v
 // resets to 1 on the first ACK that turns the direction, and doubles once per
-// window after the window has moved the same way for 3 windows. It paces at 2 x cwnd / RTTstanding. Flows in
-// equilibrium keep about 1/delta packets each in the queue. Slow start doubles
-// the window per RTT until the rate first exceeds the target.
+// window after the window has moved the same way for 3 windows. It paces at
+// 2 x cwnd / RTTstanding. Flows in equilibrium keep about 1/delta packets each
+// in the queue. Slow start doubles the window per RTT until the rate first
+// exceeds the target.
 // Simplified: no competitive mode (delta stays fixed), losses are ignored as in
 // the default mode, a timeout resets the velocity; v is capped so that one
 // window moves cwnd by at most half of itself (our addition: without it a long
@@ -25,7 +26,7 @@ class Copa final : public Controller {
   double window_size() override { return cwnd_; }
   double pacing_rate_mbps() override {
     if (!rtt_.have()) return 0;
-    return packets_per_ms_to_mbps(2 * cwnd_ / std::max(standing_.min(), kMinRttMs));
+    return packets_per_ms_to_mbps(2 * cwnd_ / std::max(standing_.min(), kMinDivisorRttMs));
   }
   void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override { rounds_.on_sent(seq); }
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
@@ -37,7 +38,7 @@ class Copa final : public Controller {
     standing_.add(ack_ms, rtt_ms, rtt_.srtt() / 2);
     min_rtt_.add(ack_ms, rtt_ms, kMinRttWindowMs);
 
-    const double standing_ms = std::max(standing_.min(), kMinRttMs);
+    const double standing_ms = std::max(standing_.min(), kMinDivisorRttMs);
     const double dq_ms = std::max(standing_ms - min_rtt_.min(), 0.0);
     const double rate = cwnd_ / standing_ms;  // packets per ms
     // dq = 0 means no queue at all: the target rate is unbounded.
@@ -84,8 +85,6 @@ class Copa final : public Controller {
   }
 
   static constexpr int kWindowsBeforeDoubling = 3;
-  // A floor on RTTs used as divisors (a zero-delay test link would divide by 0).
-  static constexpr double kMinRttMs = 0.01;
 
   double delta_;
   double cwnd_ = kInitialWindow;

@@ -22,6 +22,7 @@ class Delay final : public Controller {
   }
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
               double ack_ms) override {
+    // send_ms, ack_ms: sender clock.
     next_seq_ = std::max(next_seq_, seq + 1);
     const double rtt_ms = ack_ms - send_ms;
     rtt_.add(rtt_ms);

@@ -26,7 +26,8 @@ class Ewma final : public Controller {
   double window_size() override { return window_; }
   double pacing_rate_mbps() override {
     if (!rtt_.have() || pacing_gain_ <= 0) return 0;
-    return packets_per_ms_to_mbps(pacing_gain_ * window_ / std::max(rtt_.min(), kMinRttMs));
+    const double rtt_ms = std::max(rtt_.min(), kMinDivisorRttMs);
+    return packets_per_ms_to_mbps(pacing_gain_ * window_ / rtt_ms);
   }
   void on_ack(uint64_t, double send_ms, double recv_ms, double ack_ms) override {
     // send_ms, ack_ms: sender clock; recv_ms: receiver clock.
@@ -51,9 +52,6 @@ class Ewma final : public Controller {
   std::string name() const override { return "ewma"; }
 
  private:
-  // A floor on the RTT used as a divisor (a zero-delay test link would divide by 0).
-  static constexpr double kMinRttMs = 0.01;
-
   double target_queue_ms_;
   double gain_;
   double sample_ms_;
@@ -83,7 +81,7 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 
 SchemeEntry ewma_scheme() {
   return {{"ewma",
-           "window = EWMA of the receive rate x (min RTT + target queue), the contest winners' idea",
+           "contest winners' idea: window = EWMA of receive rate x (min RTT + target queue)",
            {{"target_queue_ms", 20, "queueing delay (ms) the window allows above the BDP"},
             {"gain", 0.25, "EWMA weight of each new receive-rate sample"},
             {"sample_ms", 10, "receiver-clock interval (ms) over which one rate sample is taken"},

@@ -65,6 +65,9 @@ inline double clamp_window(double window) {
   return std::clamp(window, 1.0, kMaxSchemeWindow);
 }
 
+// A floor on RTTs used as divisors: a zero-delay test link would divide by 0.
+inline constexpr double kMinDivisorRttMs = 0.01;
+
 // Packets (of kPacketBytes) per millisecond <-> Mbit/s.
 inline constexpr double kMbpsPerPacketPerMs = kPacketBytes * 8 / 1000;
 inline double packets_per_ms_to_mbps(double rate) { return rate * kMbpsPerPacketPerMs; }
@@ -135,10 +138,6 @@ class LossDetector {
   void on_timeout() { start_recovery(); }
   uint64_t lost() const { return lost_; }
   uint64_t highest_sent() const { return highest_sent_; }
-  // Packets sent after the last acked one: the in-flight count without the lost.
-  uint64_t in_flight_after_acked() const {
-    return have_sent_ && highest_sent_ + 1 > next_expected_ ? highest_sent_ + 1 - next_expected_ : 0;
-  }
 
  private:
   void note_sent(uint64_t seq) {
@@ -201,7 +200,9 @@ class WindowedMin {
     }
   }
   bool empty() const { return count_ == 0; }
-  double min() const { return count_ ? items_[head_].value : std::numeric_limits<double>::infinity(); }
+  double min() const {
+    return count_ ? items_[head_].value : std::numeric_limits<double>::infinity();
+  }
 
  private:
   struct Sample {

@@ -54,7 +54,8 @@ class Sprout final : public Controller {
     kernel_.assign(static_cast<std::size_t>(2 * half + 1), 0);
     double sum = 0;
     for (int d = -half; d <= half; ++d) {
-      const double w = step_bins > 0 ? std::exp(-0.5 * (d / step_bins) * (d / step_bins)) : (d == 0);
+      const double z = step_bins > 0 ? d / step_bins : 0;
+      const double w = step_bins > 0 ? std::exp(-0.5 * z * z) : (d == 0 ? 1 : 0);
       kernel_[static_cast<std::size_t>(d + half)] = w;
       sum += w;
     }
@@ -65,7 +66,8 @@ class Sprout final : public Controller {
     for (int d = 1; d <= half; ++d) escape_sum += kernel_[static_cast<std::size_t>(d + half)];
     for (int d = 1; d <= half; ++d) {
       escape_[static_cast<std::size_t>(d - 1)] =
-          escape_sum > 0 ? kernel_[static_cast<std::size_t>(d + half)] / escape_sum : (d == 1);
+          escape_sum > 0 ? kernel_[static_cast<std::size_t>(d + half)] / escape_sum
+                         : (d == 1 ? 1 : 0);
     }
     belief_.fill(1.0 / kBins);
     forecast();
@@ -89,13 +91,7 @@ class Sprout final : public Controller {
       tick_end_ms_ = recv_ms + tick_ms_;
     }
     // This ACK's packet is the first one delivered after every tick it closes.
-    if (recv_ms >= tick_end_ms_) {
-      while (recv_ms >= tick_end_ms_) {
-        const bool waiting = !sent_.empty() && sent_.front().send_ms + owd_min_ms_ <= tick_end_ms_;
-        close_tick(waiting);
-      }
-      forecast();
-    }
+    close_ticks_until(recv_ms);
     if (!sent_.empty() && sent_.front().seq == seq) sent_.pop_front();
     ++tick_count_;
   }
@@ -112,10 +108,18 @@ class Sprout final : public Controller {
 
   // Closes every tick whose deliveries the ACKs would have reported by now.
   void advance_to_sender_time(double now_ms /* sender clock */) {
-    if (!ticking_) return;
-    const double recv_now_ms = now_ms + recv_minus_ack_ms_;
-    if (recv_now_ms < tick_end_ms_) return;
-    while (recv_now_ms >= tick_end_ms_) {
+    if (ticking_) close_ticks_until(now_ms + recv_minus_ack_ms_);
+  }
+
+  // Closes the ticks that end at or before recv_ms (receiver clock).
+  void close_ticks_until(double recv_ms) {
+    if (recv_ms < tick_end_ms_) return;
+    for (int closed = 0; recv_ms >= tick_end_ms_; ++closed) {
+      if (closed == kMaxCatchUpTicks) {
+        // The belief has long reached what that many empty ticks make of it.
+        tick_end_ms_ += tick_ms_ * std::floor((recv_ms - tick_end_ms_) / tick_ms_ + 1);
+        break;
+      }
       const bool waiting = !sent_.empty() && sent_.front().send_ms + owd_min_ms_ <= tick_end_ms_;
       close_tick(waiting);
     }
@@ -125,7 +129,11 @@ class Sprout final : public Controller {
   void close_tick(bool waiting_at_end) {
     evolve(belief_, scratch_);
     const bool exact = waiting_at_start_ && waiting_at_end;
-    if (exact || tick_count_ > 0) observe(tick_count_, exact);
+    if (exact || tick_count_ > 0) {
+      observe(tick_count_, exact);
+    } else {
+      normalize();  // evolve() drops negligible masses; keep the total at 1
+    }
     waiting_at_start_ = waiting_at_end;
     tick_count_ = 0;
     tick_end_ms_ += tick_ms_;
@@ -139,7 +147,8 @@ class Sprout final : public Controller {
     tmp[0] += b[0] * stay_in_outage_;
     const double escaping = b[0] * (1 - stay_in_outage_);
     for (int d = 1; d <= half; ++d) {
-      tmp[static_cast<std::size_t>(std::min(d, last))] += escaping * escape_[static_cast<std::size_t>(d - 1)];
+      const double share = escape_[static_cast<std::size_t>(d - 1)];
+      tmp[static_cast<std::size_t>(std::min(d, last))] += escaping * share;
     }
     for (int i = 1; i <= last; ++i) {
       const double mass = b[static_cast<std::size_t>(i)];
@@ -163,12 +172,14 @@ class Sprout final : public Controller {
     }
     // No rate in range explains the count (beyond max_mbps): keep the prior.
     if (!std::isfinite(max_log)) return;
+    for (std::size_t i = 0; i < kBins; ++i) belief_[i] *= std::exp(log_like_[i] - max_log);
+    normalize();
+  }
+
+  void normalize() {
     double sum = 0;
-    for (std::size_t i = 0; i < kBins; ++i) {
-      belief_[i] *= std::exp(log_like_[i] - max_log);
-      sum += belief_[i];
-    }
-    if (!(sum > 0)) {
+    for (double p : belief_) sum += p;
+    if (!(sum > 0) || !std::isfinite(sum)) {
       belief_.fill(1.0 / kBins);
       return;
     }
@@ -230,6 +241,8 @@ class Sprout final : public Controller {
 
   // Below this a bin's mass is not spread: it saves most of the work on a peaked belief.
   static constexpr double kNegligible = 1e-15;
+  // After an idle or dead stretch, at most this many ticks are replayed one by one.
+  static constexpr int kMaxCatchUpTicks = 1000;
 
   double tick_ms_;
   int horizon_ticks_;

@@ -4,11 +4,10 @@
 // the last round, which filters ACK jitter). In congestion avoidance the window
 // grows by one packet per RTT while diff < alpha and shrinks by one while
 // diff > beta, so the queue stays between alpha and beta packets. Slow start
-// doubles the window per RTT until diff exceeds gamma, then sets it to the
-// window that would leave gamma packets queued.
-// Slow start grows only every other RTT, as Vegas's does: the RTTs of a
-// round's packets then come from a window that did not grow meanwhile, so the
-// minimum over them is the standing queue, not the slow-start burst.
+// doubles the window every other RTT until diff exceeds gamma, then sets it to
+// the window that would leave gamma packets queued: holding the window for a
+// round means the next round's RTTs come from a window that did not grow
+// meanwhile, so their minimum is the standing queue, not the slow-start burst.
 // Simplified: losses halve the window once per RTT (Reno, no fast recovery); a
 // timeout restarts slow start from 1.
 #include "policies/cpp/schemes/schemes.hh"
@@ -27,6 +26,7 @@ class Vegas final : public Controller {
   }
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
               double ack_ms) override {
+    // send_ms, ack_ms: sender clock.
     const double rtt_ms = ack_ms - send_ms;
     rtt_.add(rtt_ms);
     round_min_rtt_ms_ = std::min(round_min_rtt_ms_, rtt_ms);

@@ -4,19 +4,19 @@
 // the epoch's largest RTT exceeds r x the minimum RTT, down by delta1 if the
 // largest RTT grew since the last epoch, up by delta2 otherwise; the target stays
 // within [min RTT, r x min RTT]. The window for the next epoch is the largest
-// window whose profiled delay is within the target; when even the largest
-// explored window is, the profile is extrapolated as a queue would have it
-// (delay in proportion to the window), so that it keeps extending. Slow
-// start (+1 per ACK) runs until a loss or an RTT above r x min RTT. A loss event
-// (once per RTT) or a timeout multiplies the window by `decrease` and sets the
-// target to that window's profiled delay; each lost packet also enters the
-// profile, at its window, as twice the largest tolerated delay (our addition:
-// behind a shallow buffer the RTT saturates below r x min RTT, and without it
-// the profile would lead straight back to the window that overflowed).
-// Simplified: the profile is a table of 1-packet bins up to kProfileBins
-// (the paper fits a spline), the window is taken directly from the profile
-// rather than spread over the epoch's packets, and the target is frozen for one
-// smoothed RTT after a decrease (the paper's loss-recovery phase).
+// window whose profiled delay is within the target. Slow start (+1 per ACK)
+// runs until a loss or an RTT above r x min RTT. A loss event (once per RTT) or
+// a timeout multiplies the window by `decrease` and sets the target to that
+// window's profiled delay.
+// Simplified: the profile is a table of 1-packet bins up to kProfileBins, linear
+// between explored windows (the paper fits a spline) and, beyond the largest
+// explored window, extrapolated as a queue would have it (delay in proportion to
+// the window); the window is paced at one window per min RTT instead of being
+// spread over the epoch's packets; the target is frozen for one smoothed RTT
+// after a decrease (the paper's loss-recovery phase). Our addition: each lost
+// packet enters the profile, at its window, as twice the largest tolerated delay;
+// behind a shallow buffer the RTT saturates below r x min RTT, and without it the
+// profile would lead straight back to the window that overflowed.
 #include <array>
 
 #include "emulators/cpp/ring.hh"
@@ -40,6 +40,12 @@ class Verus final : public Controller {
   }
 
   double window_size() override { return window_; }
+  // Verus spreads each epoch's packets over the epoch; pacing at a window per
+  // min RTT does the same without bursts when the window jumps.
+  double pacing_rate_mbps() override {
+    if (!rtt_.have()) return 0;
+    return packets_per_ms_to_mbps(window_ / std::max(rtt_.min(), kMinDivisorRttMs));
+  }
   void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override {
     loss_.on_sent(seq);
     sent_.push_back(SentWindow{seq, window_});
@@ -143,18 +149,29 @@ class Verus final : public Controller {
     window_ = clamp_window(window_for(target_ms_));
   }
 
+  // The largest window whose delay, on the profile made piecewise linear
+  // between explored windows, is within target_ms.
   double window_for(double target_ms) const {
-    std::size_t best = 0;
+    double best = 0;
+    std::size_t prev = 0;  // the last explored bin, 0 before the first
     for (std::size_t b = 1; b <= max_known_; ++b) {
-      if (known_[b] && profile_[b] <= target_ms) best = b;
+      if (!known_[b]) continue;
+      const double d = profile_[b];
+      if (d <= target_ms) {
+        best = static_cast<double>(b);
+      } else if (prev > 0 && profile_[prev] <= target_ms) {
+        const double f = (target_ms - profile_[prev]) / (d - profile_[prev]);
+        best = std::max(best, static_cast<double>(prev) + f * static_cast<double>(b - prev));
+      }
+      prev = b;
     }
     if (best == 0) return window_ - 1;  // even the smallest explored window is too slow
-    if (best == max_known_) {
-      const double top = static_cast<double>(best);
-      return std::min(std::max(top + 1, top * target_ms / profile_[best]),
+    if (best == static_cast<double>(max_known_)) {
+      // Beyond the profile: delay in proportion to the window, as a queue has it.
+      return std::min(std::max(best + 1, best * target_ms / profile_[max_known_]),
                       static_cast<double>(kProfileBins - 1));
     }
-    return static_cast<double>(best);
+    return best;
   }
 
   double r_;
