@@ -153,20 +153,24 @@ def jain_index(values: ArrayLike) -> float:
 def flow_metrics(log: LogLike, duration_ms: float) -> list[dict[str, float]]:
     """Per-flow throughput, share of the total, delays and score, by ascending flow id.
 
-    A flow's signal delay is measured from its first send, so a flow that joins
-    late is not charged for the time before it existed.
+    A flow's throughput and signal delay are measured from its first send (as
+    Pantheon does for staggered flows), so a flow that joins late is not charged
+    for the time before it existed; its share is of the bytes delivered.
     """
     log = as_packet_log(log)
     total = throughput_mbps(log, duration_ms)
     rows = []
     for flow in log.flows():
         own = log.for_flow(int(flow))
-        tput = throughput_mbps(own, duration_ms)
-        e2e = e2e_delay_p95_ms(own, duration_ms, start_ms=float(np.min(own.send_ms)))
+        start_ms = float(np.min(own.send_ms))
+        over_run = throughput_mbps(own, duration_ms)
+        active_ms = duration_ms - start_ms
+        tput = over_run * duration_ms / active_ms if active_ms > 0 else math.nan
+        e2e = e2e_delay_p95_ms(own, duration_ms, start_ms=start_ms)
         rows.append({
             "flow": int(flow),
             "throughput_mbps": tput,
-            "share": tput / total if total > 0 else math.nan,
+            "share": over_run / total if total > 0 else math.nan,
             "delay_p95_ms": delay_p95_ms(own, duration_ms),
             "e2e_delay_p95_ms": e2e,
             "score": score(tput, e2e),

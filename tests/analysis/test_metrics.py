@@ -274,13 +274,23 @@ def test_summarize_two_flows():
     shares = [f["share"] for f in summary.flows]
     assert [f["flow"] for f in summary.flows] == [0, 1]
     assert shares == pytest.approx([3 / 4, 1 / 4])
-    assert summary.jain_index == pytest.approx(16 / (2 * (9 + 1)))
+    # Throughput counts from each flow's first send: 3 packets over 10 ms, 1 over 7 ms.
+    rates = np.array([3 / 10, 1 / 7])
+    assert summary.jain_index == pytest.approx(rates.sum() ** 2 / (2 * (rates ** 2).sum()))
     assert summary.delay_p95_ms == pytest.approx(4)
     data = summary.to_dict()
     assert set(data) == {"throughput_mbps", "capacity_mbps", "utilization", "delay_p95_ms",
                          "e2e_delay_p95_ms", "score", "loss", "flows", "jain_index"}
     assert set(data["flows"][0]) == {"flow", "throughput_mbps", "share", "delay_p95_ms",
                                      "e2e_delay_p95_ms", "score"}
+
+
+def test_late_flow_throughput_counts_from_its_first_send():
+    # Both flows deliver one packet; flow 1 exists only for the last half.
+    log = make_log([0, 50], [5, 55], flow=[0, 1])
+    flows = metrics.summarize(log, [], 100).flows
+    assert flows[1]["throughput_mbps"] == pytest.approx(2 * flows[0]["throughput_mbps"])
+    assert [f["share"] for f in flows] == pytest.approx([0.5, 0.5])
 
 
 def test_flow_signal_delay_starts_at_its_first_send():
