@@ -6,8 +6,10 @@ metric is computed once, from logs, whatever clock the run used.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -100,3 +102,122 @@ def _column(name: str, values: ArrayLike, dtype: type) -> np.ndarray:
 def as_packet_log(log: PacketLog | Mapping[str, ArrayLike]) -> PacketLog:
     """Accepts a PacketLog or the column mapping the simulator and endpoints produce."""
     return log if isinstance(log, PacketLog) else PacketLog.from_columns(log)
+
+
+# ---------------------------------------------------------------- the UDP endpoints' logs
+
+
+@dataclass(frozen=True)
+class TsvLog:
+    """A log of ccgym-sender or ccgym-receiver: columns by header name, and the trailer's
+    `# key=value` pairs (clock_origin_ns: where the log's clock starts on the host's
+    steady clock)."""
+
+    columns: dict[str, np.ndarray]
+    trailer: dict[str, str]
+
+    def clock_origin_ms(self) -> float:
+        if "clock_origin_ns" not in self.trailer:
+            raise UserError("endpoint log: no clock_origin_ns in its trailer (was the program "
+                            "stopped before it finished writing?)")
+        return int(self.trailer["clock_origin_ns"]) / 1e6
+
+
+def read_tsv_log(path: str | os.PathLike) -> TsvLog:
+    """Reads an endpoint log: a header line, tab-separated rows, `# key=value ...` lines."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the log: {e.strerror}") from e
+    if not lines:
+        raise UserError(f"{path}:1: empty log (no header line)")
+    header = lines[0].split("\t")
+    rows: list[list[str]] = []
+    trailer: dict[str, str] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith("#"):
+            for pair in line[1:].split():
+                key, sep, value = pair.partition("=")
+                if sep:
+                    trailer[key] = value
+            continue
+        fields_ = line.split("\t")
+        if len(fields_) != len(header):
+            raise UserError(f"{path}:{number}: {len(fields_)} fields, the header has {len(header)}")
+        rows.append(fields_)
+    columns: dict[str, np.ndarray] = {}
+    for i, name in enumerate(header):
+        values = [r[i] for r in rows]
+        if name == "event":
+            columns[name] = np.array(values, dtype=str)
+            continue
+        try:
+            columns[name] = np.array(values, dtype=np.float64)
+        except ValueError as e:
+            raise UserError(f"{path}: column {name}: {e}") from e
+    return TsvLog(columns, trailer)
+
+
+def _lost_or_in_flight(send_ms: np.ndarray, arrived: np.ndarray) -> np.ndarray:
+    """Which packets that did not arrive were lost: those sent before the last packet that
+    did arrive (a link delivers in order, so they cannot still be on their way). The
+    others were still in flight when the run ended."""
+    last_arrived_send = send_ms[arrived].max() if arrived.any() else -np.inf
+    return ~arrived & (send_ms < last_arrived_send)
+
+
+def _join(send_rows: dict[str, np.ndarray], seq: np.ndarray, arrival_ms: np.ndarray) -> PacketLog:
+    """The packet log of the sends in `send_rows`, with the arrival (sender clock) of each
+    sequence number in `seq` that arrived."""
+    sent_seq = send_rows["seq"].astype(np.int64)
+    seq = np.asarray(seq).astype(np.int64)
+    arrival = np.full(len(sent_seq), np.nan)
+    if len(sent_seq) and len(seq):
+        order = np.argsort(sent_seq)
+        sorted_seq = sent_seq[order]
+        where = np.clip(np.searchsorted(sorted_seq, seq), 0, len(sorted_seq) - 1)
+        known = sorted_seq[where] == seq  # arrivals of datagrams this sender did not log are ignored
+        arrival[order[where[known]]] = np.asarray(arrival_ms)[known]
+    arrived = np.isfinite(arrival)
+    return PacketLog.from_columns({
+        "flow": send_rows["flow"], "seq": sent_seq, "bytes": send_rows["bytes"],
+        "send_ms": send_rows["send_ms"], "arrival_ms": arrival,
+        "dropped": _lost_or_in_flight(send_rows["send_ms"], arrived),
+    })
+
+
+def _sends(sender: TsvLog) -> dict[str, np.ndarray]:
+    is_send = sender.columns["event"] == "send"
+    return {name: sender.columns[name][is_send] for name in ("flow", "seq", "bytes", "send_ms")}
+
+
+def packet_log_from_endpoints(sender: TsvLog, receiver: TsvLog) -> PacketLog:
+    """Joins a sender's and a receiver's logs from one host: arrivals are put on the
+    sender's clock through both logs' clock origins (one steady clock, so exact)."""
+    offset_ms = receiver.clock_origin_ms() - sender.clock_origin_ms()
+    flow = int(sender.columns["flow"][0]) if len(sender.columns["flow"]) else 0
+    own = receiver.columns["flow"] == flow
+    return _join(_sends(sender), receiver.columns["seq"][own],
+                 receiver.columns["recv_ms"][own] + offset_ms)
+
+
+def packet_log_from_acks(sender: TsvLog) -> tuple[PacketLog, float]:
+    """The packet log of a run whose receiver is on another host, from the sender's log
+    alone, and the minimum RTT (ms).
+
+    The two clocks are not synchronized, so one-way delays are RTT-based: the receiver
+    clock's offset is chosen so that the smallest one-way delay is half the minimum RTT
+    (a symmetric path at its least loaded). Queueing delay on the way out is then
+    measured exactly (clock drift aside); the base delay is an estimate. A packet whose
+    ACK was lost counts as lost.
+    """
+    columns = sender.columns
+    is_ack = columns["event"] == "ack"
+    seq = columns["seq"][is_ack]
+    send_ms, recv_ms, ack_ms = columns["send_ms"][is_ack], columns["recv_ms"][is_ack], columns["ack_ms"][is_ack]
+    if not len(seq):
+        return _join(_sends(sender), seq, recv_ms), float("nan")
+    min_rtt = float(np.min(ack_ms - send_ms))
+    offset_ms = min_rtt / 2 - float(np.min(recv_ms - send_ms))
+    return _join(_sends(sender), seq, recv_ms + offset_ms), min_rtt

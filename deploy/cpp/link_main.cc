@@ -19,6 +19,7 @@
 #include "deploy/cpp/net.hh"
 #include "deploy/cpp/relay.hh"
 #include "deploy/cpp/wire.hh"
+#include "emulators/cpp/simulator.hh"
 #include "emulators/cpp/spec.hh"
 
 namespace ccgym {
@@ -93,10 +94,11 @@ int run(int argc, char** argv) {
   std::unique_ptr<Relay> relay;
   try {
     const LinkSpec spec = parse_link_spec(flags.text("link"));
-    // Distinct seeds: the two directions' losses must not be correlated.
+    // Seeded as the simulator seeds its directions: the same --seed gives the same
+    // losses and Poisson deliveries here as in `ccgym eval`.
     relay = std::make_unique<Relay>(
-        make_direction(spec.data, spec.delay_ms, spec.once, 2 * seed),
-        make_direction(spec.ack, spec.delay_ms, spec.once, 2 * seed + 1));
+        make_direction(spec.data, spec.delay_ms, spec.once, derive_seed(seed, kDataDirectionPart)),
+        make_direction(spec.ack, spec.delay_ms, spec.once, derive_seed(seed, kAckDirectionPart)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ccgym-link: --link: %s\n", e.what());
     return net::kExitUsage;
@@ -199,6 +201,9 @@ int run(int argc, char** argv) {
     net::wait(fds, 2, wake_ms - clock.now_ms(), signals);
   }
 
+  // The link's time origin, so that its delivery opportunities can be placed on the
+  // endpoints' clocks (which log theirs the same way).
+  std::fprintf(stderr, "ccgym-link: clock_origin_ns=%lld\n", static_cast<long long>(clock.origin_ns()));
   print_counters("data", relay->counters(Relay::kData), data_stats);
   print_counters("ack", relay->counters(Relay::kAck), ack_stats);
   return 0;

@@ -1,0 +1,194 @@
+"""Run a scheme for real: the C++ sender over a real-time emulated link, or over a real path.
+
+With --link, ccgym-receiver, ccgym-link (the link core on the wall clock) and
+ccgym-sender run on loopback; the run is scored from their logs like a simulated
+one, under the omniscient bound of the link's deliveries. --simulate adds the same
+link and scheme in the simulator, for comparison.
+
+With --remote HOST:PORT only the sender runs here, towards `ccgym receive` on the
+far host. The two clocks are not synchronized, so one-way delays are RTT-based (the
+smallest is taken as half the minimum RTT; queueing on the way out is exact), and
+the path's capacity is unknown: no omniscient row, no utilization.
+
+Schemes: every classic one (cubic, bbr, fixed:20, ...) and learned policies:
+lstm:runs/NAME (exported to ONNX for the run), lstm:FILE.pt or lstm:FILE.onnx.
+Every process ends with the run, also on Ctrl-C. Examples:
+
+  ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
+  ccgym run --link trace=cell.up,delay_ms=20 --scheme lstm:runs/quick --simulate --plots out/
+  ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json   # far host: ccgym receive --port 9000 --bind 0.0.0.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+
+DEFAULT_DURATION_S = 30.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--link", metavar="SPEC",
+                       help="emulate this link in real time on loopback, e.g. rate_mbps=12,delay_ms=20")
+    where.add_argument("--remote", metavar="HOST:PORT",
+                       help="send to `ccgym receive` on another host over the real path")
+    parser.add_argument("--scheme", required=True,
+                        help="a classic scheme (cubic, fixed:20, bbr:...) or lstm:RUN_DIR|FILE.pt|FILE.onnx")
+    parser.add_argument("--duration-s", type=float, default=DEFAULT_DURATION_S,
+                        help=f"how long the sender sends (default {DEFAULT_DURATION_S:g})")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the link's and the scheme's randomness (default 1)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="also run the same link and scheme in the simulator (--link only)")
+    parser.add_argument("--json", metavar="OUT", help="write the rows as JSON (a list of objects)")
+    parser.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    parser.add_argument("--logs", metavar="DIR",
+                        help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+@dataclass
+class Schemes:
+    """What the sender runs, and what the simulator runs for the same scheme (None: cannot)."""
+
+    sender: str
+    simulator: str | None
+
+
+def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
+    from ccgym.emulators import _core
+
+    prefix, _, argument = scheme.partition(":")
+    if prefix == "oracle":
+        raise UserError("--scheme oracle needs to know the link's future: it runs only in "
+                        "the simulator (ccgym eval)")
+    if prefix != "lstm":
+        try:
+            _core.validate_scheme(scheme)
+        except ValueError as e:
+            raise UserError(f"--scheme: {e} (also: lstm:RUN_DIR)") from e
+        return Schemes(scheme, scheme)
+    if argument.endswith(".onnx"):
+        onnx_path = Path(argument).expanduser()
+        if not onnx_path.is_file():
+            raise UserError(f"--scheme {scheme}: no such file")
+        beside = onnx_path.with_suffix(".pt")
+        return Schemes(f"lstm:{onnx_path}", f"lstm:{beside}" if beside.is_file() else None)
+
+    from ccgym.deploy.export import export_policy
+    from ccgym.policies.lstm import LstmPolicy
+    from ccgym.policies.lstm_scheme import resolve_policy_path
+
+    source = resolve_policy_path(argument)
+    try:
+        policy = LstmPolicy.load(source)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise UserError(f"--scheme {scheme}: cannot load the policy: {e}") from e
+    onnx_path = export_policy(policy, workdir / "policy.onnx")
+    return Schemes(f"lstm:{onnx_path}", f"lstm:{source}")
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so that every started process is stopped."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def log_folder(keep: str | None) -> Iterator[Path]:
+    if keep:
+        path = Path(keep)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+    else:
+        with tempfile.TemporaryDirectory(prefix="ccgym-run-") as tmp:
+            yield Path(tmp)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccgym.analysis.cli_eval import write_json_atomically
+    from ccgym.analysis.evaluate import Run, aggregate, run_scheme
+    from ccgym.analysis.leaderboard import format_leaderboard
+    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.deploy.harness import run_emulated, run_remote
+    from ccgym.emulators.links import Link, link_from_spec
+
+    if args.duration_s <= 0:
+        raise UserError("--duration-s must be positive")
+    if args.simulate and args.remote:
+        raise UserError("--simulate needs --link: a real path has no simulated twin")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise UserError(f"--json: folder {Path(args.json).parent} does not exist")
+    if args.remote:
+        host, sep, port = args.remote.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(f"--remote {args.remote}: expected HOST:PORT")
+        link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
+    else:
+        link = link_from_spec(args.link)
+
+    rows: list[dict[str, Any]] = []
+    runs: list[Run] = []
+    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+        schemes = resolve_scheme(args.scheme, workdir)
+        if args.simulate and schemes.simulator is None:
+            raise UserError(f"--simulate: {args.scheme} has no PyTorch policy beside it "
+                            f"(give lstm:RUN_DIR or lstm:FILE.pt)")
+        progress = not args.no_progress
+        if args.remote:
+            real = run_remote(args.remote, schemes.sender, args.duration_s, args.seed, workdir,
+                              progress)
+        else:
+            real = run_emulated(link.spec, schemes.sender, args.duration_s, args.seed, workdir,
+                                progress)
+    metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
+
+    if not args.remote:
+        from ccgym.emulators import _core
+
+        delay = _core.parse_link_spec(link.spec).delay_ms
+        rows.append(aggregate(link, "omniscient",
+                              [omniscient(real.opportunities_ms, real.duration_ms, delay)]))
+    row = aggregate(link, args.scheme, [metrics])
+    row.update(mode="real-time" if not args.remote else "real path", clock=real.clock)
+    rows.append(row)
+    runs.append(Run(link, args.scheme, args.seed, real.duration_ms, metrics,
+                    real.log.columns(), real.opportunities_ms))
+    if args.simulate:
+        assert schemes.simulator is not None
+        simulated = run_scheme(link, schemes.simulator, [args.seed], real.duration_ms)
+        name = f"{args.scheme} (simulated)"
+        sim_row = aggregate(link, name, [simulated[0].metrics])
+        sim_row.update(mode="simulated", clock="virtual")
+        rows.append(sim_row)
+        runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
+                        simulated[0].log, simulated[0].opportunities_ms))
+
+    print(format_leaderboard(rows))
+    if args.remote:
+        print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
+              f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown")
+    if args.json:
+        write_json_atomically(Path(args.json), rows)
+    if args.plots:
+        from ccgym.analysis.report import write_plots
+
+        for path in write_plots(rows, runs, Path(args.plots)):
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,252 @@
+"""Real runs: the C++ receiver, relay and sender as processes, and their logs scored.
+
+`run_emulated` starts ccgym-receiver, ccgym-link (the real-time link) and
+ccgym-sender on loopback, waits for the sender, lets the link drain, stops the
+others, and joins the endpoints' logs into the packet log `analysis/` scores.
+`run_remote` runs only the sender, towards a ccgym-receiver on another host
+(`ccgym receive`), and scores the sender's log with RTT-based one-way delays.
+
+Every process is stopped when the run ends, however it ends (and, on Linux, is
+told to stop if this process dies), so no port stays bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ccgym.analysis.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
+                                 read_tsv_log)
+from ccgym.errors import UserError
+
+PROGRAMS = ("ccgym-sender", "ccgym-receiver", "ccgym-link")
+# A program prints this first line once its socket is bound.
+LISTENING = re.compile(r"listening on (\S+):(\d+)")
+STARTUP_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+# After the sender stops, what is still queued in the link reaches the receiver.
+DRAIN_S = 0.5
+
+
+def find_program(name: str) -> str:
+    """An endpoint program: $CCGYM_BIN_DIR, beside this Python (where the package installs
+    them), PATH, then the newest CMake build tree of a source checkout."""
+    candidates: list[Path] = []
+    if os.environ.get("CCGYM_BIN_DIR"):
+        base = Path(os.environ["CCGYM_BIN_DIR"])
+        candidates += [base / name, base / "deploy" / "cpp" / name]
+    candidates.append(Path(sys.executable).parent / name)
+    on_path = shutil.which(name)
+    if on_path:
+        candidates.append(Path(on_path))
+    repo = Path(__file__).resolve().parents[1]
+    candidates += sorted(repo.glob(f"build/*/deploy/cpp/{name}"),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    raise UserError(f"{name} is not built: run scripts/setup.sh (or set CCGYM_BIN_DIR to the "
+                    f"folder that holds it)")
+
+
+def _libc_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up here, not in the child: between fork and exec only the call itself runs.
+_PRCTL = _libc_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent dies, so that even a `ccgym run`
+    killed with SIGKILL leaves no endpoint behind."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+class Process:
+    """One endpoint program; stdout is a pipe (for its 'listening on' line), stderr a file."""
+
+    def __init__(self, args: list[str], stderr_path: Path) -> None:
+        self.name = Path(args[0]).name
+        self.stderr_path = stderr_path
+        with open(stderr_path, "wb") as err:
+            self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err,
+                                          stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def failure(self, what: str) -> UserError:
+        text = self.stderr().strip()
+        return UserError(f"{self.name} {what} (exit status {self.popen.returncode})"
+                         + (f": {text}" if text else ""))
+
+    def listening_port(self) -> int:
+        """Waits for the 'listening on ADDR:PORT' line; a program that exits first failed."""
+        assert self.popen.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.popen.stdout, selectors.EVENT_READ)
+            ready = sel.select(STARTUP_TIMEOUT_S)
+        line = self.popen.stdout.readline().decode(errors="replace") if ready else ""
+        match = LISTENING.match(line)
+        if not match:
+            self.popen.poll()
+            if self.popen.returncode is None:
+                self.stop()
+                raise UserError(f"{self.name} did not start within {STARTUP_TIMEOUT_S:g} s")
+            self.popen.wait()
+            raise self.failure("could not start")
+        return int(match.group(2))
+
+    def wait(self, timeout_s: float) -> None:
+        try:
+            self.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise UserError(f"{self.name} did not finish within {timeout_s:g} s") from None
+        if self.popen.returncode != 0:
+            raise self.failure("failed")
+
+    def stop(self) -> None:
+        """SIGTERM (the programs write their logs and exit 0), then SIGKILL; always reaped."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
+
+    def stop_cleanly(self) -> None:
+        self.stop()
+        if self.popen.returncode != 0:
+            raise self.failure("failed")
+
+
+@contextlib.contextmanager
+def processes() -> Iterator[list[Process]]:
+    """Whatever is appended is stopped on the way out, the last started first."""
+    started: list[Process] = []
+    try:
+        yield started
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+@dataclass
+class RealRun:
+    """A finished real run: its packet log on the sender's clock, and the link's delivery
+    opportunities on that clock (empty for a real path, whose capacity is unknown)."""
+
+    log: PacketLog
+    duration_ms: float
+    opportunities_ms: np.ndarray
+    clock: str  # "synchronized" (one host) or "rtt-based"
+    link_counters: str = ""
+    min_rtt_ms: float = float("nan")
+
+
+def _sender_args(dest: str, scheme: str, duration_s: float, seed: int, log: Path) -> list[str]:
+    return [find_program("ccgym-sender"), "--dest", dest, "--scheme", scheme,
+            "--duration-s", f"{duration_s:g}", "--seed", str(seed), "--log", str(log)]
+
+
+def _wait_for_sender(sender: Process, duration_s: float, progress: bool) -> None:
+    """Waits for the sender to finish its run, with a progress bar in seconds."""
+    from tqdm import tqdm
+
+    with tqdm(total=round(duration_s, 1), desc="run", unit="s", disable=not progress,
+              leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s") as bar:
+        start = time.monotonic()
+        while sender.popen.poll() is None:
+            elapsed = time.monotonic() - start
+            if elapsed > duration_s + STARTUP_TIMEOUT_S:
+                break
+            bar.update(min(elapsed, duration_s) - bar.n)
+            time.sleep(0.1)
+    sender.wait(timeout_s=STARTUP_TIMEOUT_S)
+
+
+def _link_origin_ms(stderr: str) -> float:
+    match = re.search(r"clock_origin_ns=(\d+)", stderr)
+    if not match:
+        raise UserError(f"ccgym-link did not report its clock origin: {stderr.strip()}")
+    return int(match.group(1)) / 1e6
+
+
+def run_emulated(link_spec: str, sender_scheme: str, duration_s: float, seed: int,
+                 workdir: Path, progress: bool = False) -> RealRun:
+    """Receiver, real-time link and sender on loopback, for duration_s; logs in workdir."""
+    from ccgym.emulators import _core
+
+    sender_log, receiver_log = workdir / "sender.tsv", workdir / "receiver.tsv"
+    with processes() as running:
+        receiver = Process([find_program("ccgym-receiver"), "--port", "0", "--bind", "127.0.0.1",
+                            "--log", str(receiver_log)], workdir / "receiver.stderr")
+        running.append(receiver)
+        receiver_port = receiver.listening_port()
+        relay = Process([find_program("ccgym-link"), "--listen", "0", "--bind", "127.0.0.1",
+                         "--to", f"127.0.0.1:{receiver_port}", "--link", link_spec,
+                         "--seed", str(seed)], workdir / "link.stderr")
+        running.append(relay)
+        link_port = relay.listening_port()
+        sender = Process(_sender_args(f"127.0.0.1:{link_port}", sender_scheme, duration_s, seed,
+                                      sender_log), workdir / "sender.stderr")
+        running.append(sender)
+        _wait_for_sender(sender, duration_s, progress)
+        time.sleep(DRAIN_S)
+        relay.stop_cleanly()
+        receiver.stop_cleanly()
+
+    sender_tsv, receiver_tsv = read_tsv_log(sender_log), read_tsv_log(receiver_log)
+    log = packet_log_from_endpoints(sender_tsv, receiver_tsv)
+    duration_ms = duration_s * 1000.0
+    # The link's opportunities, computed by the same core from the same spec and seed,
+    # moved from the link's clock (which started first) to the sender's.
+    shift_ms = _link_origin_ms(relay.stderr()) - sender_tsv.clock_origin_ms()
+    opportunities = _core.opportunities(link_spec, duration_ms - shift_ms, seed) + shift_ms
+    opportunities = opportunities[(opportunities >= 0) & (opportunities < duration_ms)]
+    counters = "\n".join(line for line in relay.stderr().splitlines() if "clock_origin" not in line)
+    return RealRun(log, duration_ms, opportunities, "synchronized", counters)
+
+
+def run_remote(dest: str, sender_scheme: str, duration_s: float, seed: int,
+               workdir: Path, progress: bool = False) -> RealRun:
+    """The sender alone, towards a ccgym-receiver at dest (HOST:PORT)."""
+    sender_log = workdir / "sender.tsv"
+    with processes() as running:
+        sender = Process(_sender_args(dest, sender_scheme, duration_s, seed, sender_log),
+                         workdir / "sender.stderr")
+        running.append(sender)
+        _wait_for_sender(sender, duration_s, progress)
+    log, min_rtt = packet_log_from_acks(read_tsv_log(sender_log))
+    if not np.isfinite(min_rtt):
+        raise UserError(f"no ACK came back from {dest}: is `ccgym receive` running there, "
+                        f"bound to an address this host can reach, and is UDP let through?")
+    return RealRun(log, duration_s * 1000.0, np.empty(0), "rtt-based", min_rtt_ms=min_rtt)
