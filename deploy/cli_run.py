@@ -167,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
                               [omniscient(real.opportunities_ms, real.duration_ms, delay)]))
     row = aggregate(link, args.scheme, [metrics])
     row.update(mode="real-time" if not args.remote else "real path", clock=real.clock)
+    if args.remote:
+        row.update(capacity_mbps=None, utilization=None)  # unknown, not zero
     rows.append(row)
     runs.append(Run(link, args.scheme, args.seed, real.duration_ms, metrics,
                     real.log.columns(), real.opportunities_ms))

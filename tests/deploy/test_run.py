@@ -1,0 +1,228 @@
+"""`ccgym run` and `ccgym receive`: real processes, real UDP on loopback, real time.
+
+Runs are short (a few seconds), so the fidelity bound here is looser than the
+benchmark's (benchmarks/bench_deploy.py reports 30 s runs against the 10% goal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ccgym.cli import main
+from ccgym.deploy.harness import find_program
+from ccgym.emulators.generate import generate_cellular_trace, write_trace
+from ccgym.errors import UserError
+
+try:
+    BIN = {name: find_program(name) for name in ("ccgym-sender", "ccgym-receiver", "ccgym-link")}
+except UserError as e:  # pragma: no cover - depends on the build
+    pytest.skip(str(e), allow_module_level=True)
+
+# A few seconds of real time: the first 10% are slow start, so bounds are loose.
+SHORT_S = 4.0
+FIDELITY = 0.2
+CLI = [sys.executable, "-m", "ccgym.cli"]
+
+
+def has_learned_policies() -> bool:
+    try:
+        find_program("ccgym-policy")  # built only with OpenCV dnn, like the sender's lstm:
+        return True
+    except UserError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def children(pid: int) -> list[int]:
+    """Live processes whose parent is pid."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces, so split after its ')'.
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def run_cli(tmp_path: Path, *args: str) -> list[dict]:
+    out = tmp_path / "rows.json"
+    assert main(["run", *args, "--no-progress", "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def by_scheme(rows: list[dict]) -> dict[str, dict]:
+    return {row["scheme"]: row for row in rows}
+
+
+def assert_close(real: dict, simulated: dict, bound: float = FIDELITY) -> None:
+    for key in ("throughput_mbps", "e2e_delay_p95_ms"):
+        gap = abs(real[key] - simulated[key]) / simulated[key]
+        assert gap <= bound, f"{key}: real {real[key]:.2f} vs simulated {simulated[key]:.2f}"
+
+
+@pytest.mark.parametrize("scheme, link", [
+    ("fixed:20", "rate_mbps=12,delay_ms=20"),
+    ("cubic", "rate_mbps=12,delay_ms=20,queue=droptail:packets=100"),
+])
+def test_real_time_run_matches_the_simulator(tmp_path: Path, scheme: str, link: str) -> None:
+    rows = by_scheme(run_cli(tmp_path, "--link", link, "--scheme", scheme,
+                             "--duration-s", str(SHORT_S), "--simulate", "--logs", str(tmp_path)))
+    real, simulated, bound = rows[scheme], rows[f"{scheme} (simulated)"], rows["omniscient"]
+    assert real["mode"] == "real-time" and real["clock"] == "synchronized"
+    assert simulated["mode"] == "simulated"
+    # The bound comes from the relay's own deliveries: 12 Mbit/s from the sender's start.
+    assert bound["throughput_mbps"] == pytest.approx(12, rel=0.02)
+    assert bound["e2e_delay_p95_ms"] >= 20
+    assert_close(real, simulated)
+    for name in ("sender.tsv", "receiver.tsv", "link.stderr"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_real_time_run_on_a_generated_cellular_trace(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "cell.up", generate_cellular_trace(8.0, 20.0, seed=3))
+    rows = by_scheme(run_cli(tmp_path, "--link", f"trace={trace},delay_ms=20", "--scheme",
+                             "fixed:20", "--duration-s", str(SHORT_S), "--simulate"))
+    real, simulated = rows["fixed:20"], rows["fixed:20 (simulated)"]
+    assert 0 < rows["omniscient"]["throughput_mbps"]
+    # A fixed window cannot use more than the trace delivers.
+    assert real["throughput_mbps"] <= rows["omniscient"]["throughput_mbps"] * 1.02
+    assert_close(real, simulated)
+
+
+@pytest.mark.skipif(not has_learned_policies(), reason="the sender is built without OpenCV dnn")
+def test_a_learned_policy_runs_in_the_real_sender(tmp_path: Path) -> None:
+    from ccgym.policies.lstm import LstmPolicy
+
+    import torch
+
+    torch.manual_seed(0)
+    policy_path = tmp_path / "policy.pt"
+    LstmPolicy(hidden_size=8).save(policy_path)
+    logs = tmp_path / "logs"
+    rows = by_scheme(run_cli(tmp_path, "--link", "rate_mbps=12,delay_ms=20", "--scheme",
+                             f"lstm:{policy_path}", "--duration-s", "2", "--simulate",
+                             "--logs", str(logs)))
+    real = rows[f"lstm:{policy_path}"]
+    assert real["throughput_mbps"] > 0
+    assert f"lstm:{policy_path} (simulated)" in rows
+    # The run exported the policy and the sender decided with it: the window moved off 10.
+    assert (logs / "policy.onnx").stat().st_size > 0
+    windows = np.array([float(line.split("\t")[7]) for line in
+                        (logs / "sender.tsv").read_text().splitlines()[1:]
+                        if line.startswith("send")])
+    assert len(np.unique(windows)) > 1
+
+
+def test_remote_run_reports_rtt_based_delays(tmp_path: Path, capsys) -> None:
+    """`ccgym receive` behind a 20 ms relay stands in for a far host."""
+    port = free_port()
+    receiver = subprocess.Popen([*CLI, "receive", "--port", str(port), "--duration-s", "20"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    relay = None
+    try:
+        assert receiver.stdout.readline() == f"listening on 127.0.0.1:{port}\n"
+        relay = subprocess.Popen([BIN["ccgym-link"], "--listen", "0", "--to", f"127.0.0.1:{port}",
+                                  "--link", "rate_mbps=12,delay_ms=20"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        relay_port = int(relay.stdout.readline().rsplit(":", 1)[1])
+        rows = run_cli(tmp_path, "--remote", f"127.0.0.1:{relay_port}", "--scheme", "fixed:5",
+                       "--duration-s", "2")
+    finally:
+        for proc in (relay, receiver):
+            if proc is not None:
+                proc.terminate()
+                proc.communicate(timeout=10)
+    assert receiver.returncode == 0
+    assert "RTT-based" in capsys.readouterr().out
+    [row] = rows
+    assert row["mode"] == "real path" and row["clock"] == "rtt-based"
+    assert row["scheme"] == "fixed:5" and row["capacity_mbps"] is None
+    # 5 datagrams per 40 ms RTT, nothing queued: 1.5 Mbit/s and half the RTT each way.
+    assert row["throughput_mbps"] == pytest.approx(1.5, rel=0.15)
+    assert 20 <= row["delay_p95_ms"] <= 23
+
+
+def test_remote_run_without_a_receiver_is_a_clear_error(capsys) -> None:
+    status = main(["run", "--remote", f"127.0.0.1:{free_port()}", "--scheme", "fixed:2",
+                   "--duration-s", "1", "--no-progress"])
+    assert status == 2
+    assert "no ACK came back" in capsys.readouterr().err
+
+
+def test_receive_reports_a_port_in_use() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        result = subprocess.run([*CLI, "receive", "--port", str(port)], capture_output=True,
+                                text=True, timeout=30)
+    assert result.returncode == 2
+    assert f"port {port} on 127.0.0.1 is in use" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--link", "rate_mbps=-1,delay_ms=20", "--scheme", "cubic"], "rate_mbps"),
+    (["--link", "rate_mbps=12,delay_ms=20", "--scheme", "nosuch"], "nosuch"),
+    (["--link", "rate_mbps=12,delay_ms=20", "--scheme", "oracle"], "only in the simulator"),
+    (["--remote", "localhost", "--scheme", "cubic"], "HOST:PORT"),
+    (["--remote", "127.0.0.1:9", "--scheme", "cubic", "--simulate"], "--simulate needs --link"),
+    (["--link", "rate_mbps=12,delay_ms=20", "--scheme", "lstm:/no/such.onnx"], "no such file"),
+])
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys, args: list[str], message: str) -> None:
+    out = tmp_path / "rows.json"
+    assert main(["run", *args, "--duration-s", "1", "--json", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 130),
+                                         (signal.SIGKILL, -signal.SIGKILL)])
+def test_stopping_a_run_stops_every_process(tmp_path: Path, sig: int, status: int) -> None:
+    run = subprocess.Popen([*CLI, "run", "--link", "rate_mbps=12,delay_ms=20", "--scheme",
+                            "cubic", "--duration-s", "60", "--no-progress"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(endpoints := children(run.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(endpoints) == 3, "receiver, link and sender did not all start"
+        time.sleep(0.5)
+        run.send_signal(sig)
+        run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == status
+    # SIGKILL leaves the endpoints to their parent-death signal: give them a moment.
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in endpoints) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in endpoints)
