@@ -2,8 +2,8 @@
 // through the data direction of --link and on to the receiver (--to) from a
 // second socket; the receiver's ACKs come back through the ACK direction and go
 // to the sender of their flow, from the --listen socket, so the sender hears its
-// ACKs from the address it sends to. Both directions run on the relay's wall
-// clock (steady ms since start) and are the same LinkDirection the simulator uses.
+// ACKs from the address it sends to. Both directions are the same LinkDirection
+// the simulator uses, run on the wall clock from the first data datagram on.
 //
 // Malformed datagrams (not ccgym data on --listen, not ccgym ACKs from the
 // receiver) are counted and dropped. The counts go to stderr at exit.
@@ -119,6 +119,13 @@ int run(int argc, char** argv) {
   net::tighten_timer_slack();
 
   net::MsClock clock;
+  // The link's own time starts with the first data datagram, as a simulated link
+  // starts with its sender: a trace's deliveries then line up with the sender's run
+  // as they do in the simulator, however long the sender took to start.
+  double link_origin_ms = kNever;
+  const auto link_now_ms = [&] {
+    return link_origin_ms == kNever ? 0.0 : clock.now_ms() - link_origin_ms;
+  };
   std::printf("listening on %s\n", listen_socket.local_address().to_string().c_str());
   std::fflush(stdout);
 
@@ -168,8 +175,9 @@ int run(int argc, char** argv) {
         relay->release(side, slot);
         continue;
       }
+      if (side == Relay::kData && link_origin_ms == kNever) link_origin_ms = clock.now_ms();
       uint32_t flow = 0;
-      const bool ok = relay->offer(side, slot, static_cast<std::size_t>(n), clock.now_ms(), &flow);
+      const bool ok = relay->offer(side, slot, static_cast<std::size_t>(n), link_now_ms(), &flow);
       if (ok && side == Relay::kData) remember(flow, from);
     }
   };
@@ -180,15 +188,15 @@ int run(int argc, char** argv) {
     drain(listen_socket, Relay::kData, data_stats);
     drain(forward_socket, Relay::kAck, ack_stats);
 
-    relay->advance(clock.now_ms());
+    relay->advance(link_now_ms());
     relay->deliver(Relay::kData, [&](uint32_t, const unsigned char* bytes, std::size_t length,
                                      double arrival_ms) {
       if (!forward_socket.send_to(bytes, length, to)) ++data_stats.forward_failures;
-      data_stats.forwarded_late(clock.now_ms() - arrival_ms);
+      data_stats.forwarded_late(link_now_ms() - arrival_ms);
     });
     relay->deliver(Relay::kAck, [&](uint32_t flow, const unsigned char* bytes, std::size_t length,
                                     double arrival_ms) {
-      ack_stats.forwarded_late(clock.now_ms() - arrival_ms);
+      ack_stats.forwarded_late(link_now_ms() - arrival_ms);
       const net::Address* sender = sender_of(flow);
       if (sender == nullptr) {
         ++ack_stats.unroutable;
@@ -197,13 +205,18 @@ int run(int argc, char** argv) {
       }
     });
 
-    const double wake_ms = std::min(relay->next_event_ms(), stop_ms);
+    // Both in the relay's clock: stop_ms counts from the relay's start.
+    const double next_event_ms =
+        link_origin_ms == kNever ? kNever : relay->next_event_ms() + link_origin_ms;
+    const double wake_ms = std::min(next_event_ms, stop_ms);
     net::wait(fds, 2, wake_ms - clock.now_ms(), signals);
   }
 
-  // The link's time origin, so that its delivery opportunities can be placed on the
-  // endpoints' clocks (which log theirs the same way).
-  std::fprintf(stderr, "ccgym-link: clock_origin_ns=%lld\n", static_cast<long long>(clock.origin_ns()));
+  // The link time's origin (the first data datagram), so that its delivery
+  // opportunities can be placed on the endpoints' clocks (which log theirs the same way).
+  const double origin_offset_ms = link_origin_ms == kNever ? 0.0 : link_origin_ms;
+  std::fprintf(stderr, "ccgym-link: clock_origin_ns=%lld\n",
+               static_cast<long long>(clock.origin_ns() + std::llround(origin_offset_ms * 1e6)));
   print_counters("data", relay->counters(Relay::kData), data_stats);
   print_counters("ack", relay->counters(Relay::kAck), ack_stats);
   return 0;

@@ -216,6 +216,9 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
   } catch (const cv::Exception& e) {
     throw std::runtime_error(path + ": OpenCV cannot load the model: " + e.what());
   }
+  // One step of a small LSTM is a few microseconds of work: OpenCV's worker threads
+  // would only add hand-offs to it (and compete with the sender's event loop).
+  cv::setNumThreads(1);
   net_->net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
   net_->net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
   net_->obs = cv::Mat(1, kObsDim, CV_32F, cv::Scalar(0));

@@ -10,6 +10,9 @@
 //   echoed, sender clock; recv_ms receiver clock; ack_ms sender clock, now).
 // window: the controller's window after the event. Trailer comment lines at exit
 // give clock_origin_ns and counts.
+#include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -40,6 +43,33 @@ constexpr double kInitialPolicyWindow = 10;
 // The previous action before the first step: "+0", no change.
 constexpr int kInitialPreviousAction = 2;
 
+// How long decisions take, in 1 us buckets (the last one: that long or longer):
+// a fixed array, so timing a decision allocates nothing.
+class DecisionTimes {
+ public:
+  void add(double us) {
+    const auto bucket = static_cast<std::size_t>(std::clamp(us, 0.0, double(kBuckets - 1)));
+    ++counts_[bucket];
+    ++total_;
+  }
+  uint64_t total() const { return total_; }
+  // The upper edge of the bucket holding the q-quantile, us.
+  double quantile_us(double q) const {
+    const auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(total_)));
+    uint64_t seen = 0;
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= std::max<uint64_t>(rank, 1)) return static_cast<double>(i + 1);
+    }
+    return static_cast<double>(kBuckets);
+  }
+
+ private:
+  static constexpr std::size_t kBuckets = 10000;
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t total_ = 0;
+};
+
 // Drives an ExternalWindow from the ONNX policy every kStepMs.
 class LearnedPolicy {
  public:
@@ -47,19 +77,25 @@ class LearnedPolicy {
   LearnedPolicy(const std::string& path, int hidden_size, ExternalWindow* window)
       : runner_(path, hidden_size), window_(window) {}
 
-  // One decision from the current features (sender clock now).
+  // One decision from the current features (sender clock now), timed from the
+  // observation to the new window.
   void step(const Features& features) {
+    const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
     const int action = runner_.act(features.observation(current, previous_action_));
     window_->set_window(apply_action(current, action));
     previous_action_ = action;
+    times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                   .count());
   }
   int hidden_size() const { return runner_.hidden_size(); }
+  const DecisionTimes& times() const { return times_; }
 
  private:
   PolicyRunner runner_;
   ExternalWindow* window_;
   int previous_action_ = kInitialPreviousAction;
+  DecisionTimes times_;
 #endif
 };
 
@@ -165,7 +201,10 @@ int run(int argc, char** argv) {
   };
 
   pollfd fds[1] = {{socket.fd(), POLLIN, 0}};
-  double next_step_ms = kStepMs;
+  // The first decision comes before the first send, at 0, as in the simulator, where
+  // the policy sets the window at the start of every step: the two then take the same
+  // number of decisions before the first ACK.
+  double next_step_ms = 0;
   while (!signals.requested()) {
     double now_ms = clock.now_ms();
     if (now_ms >= stop_ms) break;
@@ -231,6 +270,13 @@ int run(int argc, char** argv) {
                static_cast<unsigned long long>(sent), static_cast<unsigned long long>(acks),
                static_cast<unsigned long long>(timeouts),
                static_cast<unsigned long long>(malformed));
+#ifdef CCGYM_HAVE_OPENCV
+  if (policy && policy->times().total() > 0) {
+    std::fprintf(stderr, "ccgym-sender: policy: %llu decisions, median %.0f us, p99 %.0f us\n",
+                 static_cast<unsigned long long>(policy->times().total()),
+                 policy->times().quantile_us(0.5), policy->times().quantile_us(0.99));
+  }
+#endif
   return 0;
 }
 

@@ -7,7 +7,7 @@ benchmark's (benchmarks/bench_deploy.py reports 30 s runs against the 10% goal).
 from __future__ import annotations
 
 import json
-import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,6 +139,10 @@ def test_a_learned_policy_runs_in_the_real_sender(tmp_path: Path) -> None:
                         (logs / "sender.tsv").read_text().splitlines()[1:]
                         if line.startswith("send")])
     assert len(np.unique(windows)) > 1
+    # The sender times every decision (one per 10 ms step) and reports the median.
+    timing = re.search(r"policy: (\d+) decisions, median (\d+) us",
+                       (logs / "sender.stderr").read_text())
+    assert timing and 150 <= int(timing.group(1)) <= 201 and int(timing.group(2)) > 0
 
 
 def test_remote_run_reports_rtt_based_delays(tmp_path: Path, capsys) -> None:
