@@ -1,0 +1,96 @@
+"""The quality of a trained policy on links it did not train on, against issue 3's goals.
+
+Evaluates lstm:RUN, the oracle and every baseline on each link group:
+  held-out-grid       constant links between and beyond Indigo's training grid: goal
+                      mean utilization >= 90% and mean p95 queueing delay <= 25% of
+                      the minimum RTT;
+  cellular-generated  synthetic cellular-like traces, and
+  cellular-real       recorded traces (needs ../shared/data): goal a mean score gap
+                      to the omniscient bound under 0.9;
+and on every group, a better mean score than every baseline. Leaderboards go to
+stderr; one JSON object to stdout.
+
+  python benchmarks/bench_quality.py --policy runs/NAME [--duration-s 30] [--groups ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from ccgym.analysis.evaluate import evaluate
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.emulators import _core
+from ccgym.emulators.links import data_dir, resolve_links
+
+BASELINES = ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic", "bbr", "copa", "verus", "sprout"]
+CONSTANT_GROUPS = {"held-out-grid"}
+NEEDS_DATA = {"cellular-real"}
+UTILIZATION_GOAL = 0.9
+QUEUE_GOAL = 0.25  # p95 queueing delay / minimum RTT
+GAP_GOAL = 0.9     # omniscient score - policy score
+
+
+def group_summary(rows: list[dict[str, Any]], policy: str, spec_of: dict[str, str],
+                  constant: bool) -> dict[str, Any]:
+    by_scheme: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_scheme.setdefault(row["scheme"], []).append(row)
+    bound = {r["link"]: r["score"] for r in by_scheme["omniscient"]}
+    mine = by_scheme[policy]
+    mean_score = {scheme: float(np.mean([r["score"] for r in rs])) for scheme, rs in by_scheme.items()}
+    summary: dict[str, Any] = {
+        "links": len(mine),
+        "mean_score": mean_score,
+        "policy_score_gap": float(np.mean([bound[r["link"]] - r["score"] for r in mine])),
+        "policy_utilization": float(np.mean([r["utilization"] for r in mine])),
+    }
+    baselines = {s: v for s, v in mean_score.items() if s in BASELINES}
+    best = max(baselines, key=baselines.get)
+    summary["best_baseline"] = best
+    summary["beats_every_baseline"] = mean_score[policy] > baselines[best]
+    if constant:
+        ratios = []
+        for r in mine:
+            delay = _core.parse_link_spec(spec_of[r["link"]]).delay_ms
+            ratios.append((r["delay_p95_ms"] - delay) / (2 * delay))
+        summary["policy_queue_over_min_rtt"] = float(np.mean(ratios))
+        summary["meets_utilization_goal"] = summary["policy_utilization"] >= UTILIZATION_GOAL
+        summary["meets_queue_goal"] = summary["policy_queue_over_min_rtt"] <= QUEUE_GOAL
+    else:
+        summary["meets_gap_goal"] = summary["policy_score_gap"] < GAP_GOAL
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", required=True, help="a run folder (lstm:RUN is evaluated)")
+    parser.add_argument("--duration-s", type=float, default=30.0,
+                        help="run length (default 30 s; traces are cut to it)")
+    parser.add_argument("--groups", default="held-out-grid,cellular-generated,cellular-real")
+    args = parser.parse_args()
+
+    policy = f"lstm:{args.policy}"
+    result: dict[str, Any] = {"policy": args.policy, "duration_s": args.duration_s, "groups": {}}
+    for group in [g.strip() for g in args.groups.split(",") if g.strip()]:
+        if group in NEEDS_DATA and data_dir() is None:
+            result["groups"][group] = {"skipped": "no shared data (../shared/data)"}
+            continue
+        links = resolve_links(None, group)
+        start = time.perf_counter()
+        rows, _ = evaluate(links, [policy, "oracle", *BASELINES], duration_s=args.duration_s,
+                           progress=False)
+        print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        print(format_leaderboard(rows), file=sys.stderr)
+        spec_of = {link.name: link.spec for link in links}
+        result["groups"][group] = group_summary(rows, policy, spec_of, group in CONSTANT_GROUPS)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
