@@ -290,15 +290,11 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
     def _info(self, delivered: float, delay_ms: float) -> dict[str, Any]:
         window = float(self._sim.window())
         ideal = float(self._profile.ideal.window(self._sim.now_ms))
-        return {"ideal_window": ideal, "expert_action": expert_action(window, ideal, self._acked()),
+        return {"ideal_window": ideal, "expert_action": expert_action(window, ideal),
                 "window": window, "link": self._profile.name, "delivered_mbps": delivered,
                 "delay_ms": delay_ms}
 
     def expert_action(self) -> int:
         """The oracle's action now (as in the last info)."""
         window = float(self._sim.window())
-        return expert_action(window, self._profile.ideal.window(self._sim.now_ms), self._acked())
-
-    def _acked(self) -> bool:
-        """Whether the flow has had an ACK: before it, the expert keeps the window."""
-        return self._sim.features(0)["min_rtt_ms"] > 0
+        return expert_action(window, self._profile.ideal.window(self._sim.now_ms))

@@ -49,7 +49,6 @@ from ccgym.oracle.ideal import expert_action
 STAT_DELIVERED_BYTES = 0
 STAT_MEAN_DELAY_MS = 1
 STAT_WINDOW = 4
-STAT_MIN_RTT_MS = 5  # 0 until the flow's first ACK
 
 
 class VecLinkEnv(VectorEnv):
@@ -165,9 +164,8 @@ class VecLinkEnv(VectorEnv):
             windows = np.array([self._vec.window(i) for i in range(n)], dtype=np.float64)
         now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
         ideal = np.array([p.ideal.window(now) for p in self._profiles])
-        acked = (self._vec.stats()[:, STAT_MIN_RTT_MS] > 0).tolist()
-        triples = zip(windows.tolist(), ideal.tolist(), acked)
-        self._expert = np.array([expert_action(w, g, a) for w, g, a in triples], dtype=np.int64)
+        pairs = zip(windows.tolist(), ideal.tolist())
+        self._expert = np.array([expert_action(w, g) for w, g in pairs], dtype=np.int64)
         infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
                  "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),
                  "delivered_mbps": np.asarray(delivered, dtype=np.float64),

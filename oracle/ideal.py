@@ -381,27 +381,8 @@ def _trace_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     return TraceIdealWindow.for_link(spec, margin, seed, score)
 
 
-def keep_action() -> int:
-    """The action that leaves the window as it is: the expert's before the first ACK, and
-    the 'previous action' before any decision (as the vectorized simulator reports it
-    after a reset)."""
-    for index, (op, value) in enumerate(_core.ACTIONS):
-        if (op == "+" and value == 0) or (op == "*" and value == 1):
-            return index
-    raise RuntimeError("the action set has no 'keep' action")
-
-
-def expert_action(window: float, ideal: float, acked: bool = True) -> int:
-    """The action whose result is closest to the ideal window (the C++ definition).
-
-    Before the first ACK (acked False) the expert keeps the window, as TCP keeps its
-    initial window for the first RTT: until then every link looks the same to the policy
-    (its features are all zero), so an expert that doubles towards a large ideal there
-    teaches the policy to double blind, which overshoots a small link by orders of
-    magnitude (1280 packets into a 15-packet pipe) and costs seconds of queue.
-    """
-    if not acked:
-        return keep_action()
+def expert_action(window: float, ideal: float) -> int:
+    """The action whose result is closest to the ideal window (the C++ definition)."""
     return int(_core.closest_action(window, ideal))
 
 

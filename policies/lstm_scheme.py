@@ -16,10 +16,18 @@ import numpy as np
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
-from ccgym.oracle.ideal import keep_action
 from ccgym.policies.lstm import LstmPolicy, LstmState
 
 POLICY_FILE = "policy.pt"  # the best policy inside a run folder
+
+
+def keep_action() -> int:
+    """The action that leaves the window unchanged: the 'previous action' before any decision,
+    as the vectorized simulator reports it after a reset."""
+    for index, (op, value) in enumerate(_core.ACTIONS):
+        if (op == "+" and value == 0) or (op == "*" and value == 1):
+            return index
+    raise RuntimeError("the action set has no 'keep' action")
 
 
 def resolve_policy_path(argument: str | os.PathLike) -> Path:

@@ -10,7 +10,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.links import Link
 from ccgym.oracle import ideal as oracle
 from ccgym.oracle.ideal import (ConstantIdealWindow, TraceIdealWindow, bdp_packets,
-                                best_fixed_window, expert_action, keep_action, fixed_window_scores,
+                                best_fixed_window, expert_action, fixed_window_scores,
                                 ideal_window, summarize_link)
 
 # 12 Mbit/s is one 1500-byte packet per ms; a 40 ms min RTT holds 40 of them.
@@ -71,11 +71,6 @@ def test_search_with_candidates_scores_exactly_those():
     window, score = best_fixed_window(LINK_12, duration_ms=SHORT_MS, candidates=[5, 40, 400])
     assert window == 40
     assert score == pytest.approx(fixed_window_scores(LINK_12, [40], duration_ms=SHORT_MS)[0])
-
-
-def test_expert_keeps_the_window_before_the_first_ack():
-    assert expert_action(10, 1000, acked=False) == keep_action()
-    assert expert_action(10, 1000) != keep_action()
 
 
 @pytest.mark.parametrize("window", [1.0, 10.0, 35.0, 40.0, 47.0, 100.0, 2000.0])
