@@ -32,9 +32,9 @@ CSV_GROUPS = {
     "cellular-real": {"cellular", "poisson"},
 }
 EXPECTED_COUNTS = {"pantheon-calibrated": 6, "pantheon-pathological": 12, "indigo-synthetic": 24,
-                   "cellular-real": 7, "cellular-generated": 8}
+                   "cellular-real": 7, "cellular-generated": 8, "held-out-grid": 35}
 SETS_WITHOUT_DATA = ["pantheon-calibrated", "pantheon-pathological", "indigo-synthetic",
-                     "cellular-generated"]
+                     "cellular-generated", "held-out-grid"]
 
 
 @pytest.fixture(autouse=True)
