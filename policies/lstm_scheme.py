@@ -87,6 +87,7 @@ class LstmScheme:
         actions, self._state = self.policy.act(obs, self._state, self._starting)
         self._starting[:] = False
         for slot, action in zip(slots, actions):
-            window = _core.apply_action(slot.sim.window(slot.flow), int(action))
+            acked = slot.sim.features(slot.flow)["min_rtt_ms"] > 0
+            window = _core.apply_policy_action(slot.sim.window(slot.flow), int(action), acked)
             slot.sim.set_window(window, slot.flow)
         self._previous = actions

@@ -83,7 +83,7 @@ class LearnedPolicy {
     const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
     const int action = runner_.act(features.observation(current, previous_action_));
-    window_->set_window(apply_action(current, action));
+    window_->set_window(apply_policy_action(current, action, features.values().min_rtt_ms > 0));
     previous_action_ = action;
     times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                    .count());

@@ -102,7 +102,8 @@ class VecSimulator {
       if (a >= 0) {
         if (a >= kNumActions) throw std::invalid_argument("action out of range");
         ExternalWindow* w = s.external(0);
-        w->set_window(apply_action(w->window_size(), a));
+        const bool acked = s.sender(0).features().values().min_rtt_ms > 0;
+        w->set_window(apply_policy_action(w->window_size(), a, acked));
         previous_action_[i] = a;
       }
       all.push_back(&s);
@@ -145,6 +146,7 @@ NB_MODULE(_core, m) {
   m.attr("ACTIONS") = actions;
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
   m.def("closest_action", &closest_action, "window"_a, "target"_a);
+  m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "acked"_a);
 
   nb::class_<LinkSpec>(m, "LinkSpec")
       .def_ro("name", &LinkSpec::name)

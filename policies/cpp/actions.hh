@@ -27,6 +27,17 @@ inline double apply_action(double window, int action) {
   return std::clamp(next, kMinWindow, kMaxWindow);
 }
 
+// The window after a learned policy's action, in the simulator, the environments and
+// the UDP sender alike. Before the flow's first ACK (acked false) the window may shrink
+// but not grow, as TCP keeps its initial window for the first RTT: until the link has
+// answered, every link looks the same to the policy (its features are all zero), and
+// growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by
+// orders of magnitude and costs seconds of queue.
+inline double apply_policy_action(double window, int action, bool acked) {
+  const double next = apply_action(window, action);
+  return acked ? next : std::min(next, window);
+}
+
 // The action whose result is closest to the target window (the expert's choice);
 // ties go to the smaller change.
 inline int closest_action(double window, double target) {

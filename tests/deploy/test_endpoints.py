@@ -512,13 +512,13 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
     window = s["window"]
     t = np.where(s["event"] == "ack", s["ack_ms"], s["send_ms"])  # when each row happened
     assert np.all(np.diff(window) >= 0) and np.all(window % 10 == 0) and window.min() >= 10
-    # One step at 0 before the first send (as in the simulator), then at most one per
-    # 10 ms (at 10, 20, ... ms): from 10, the window is 20 at the start.
-    assert window[0] == 20
-    assert np.all(window <= 20 + 10 * np.floor(t / 10) + 1e-9)
+    # A step at 0 before the first send (as in the simulator) cannot grow the window:
+    # no ACK yet. Then at most one step per 10 ms (at 10, 20, ... ms).
+    assert window[0] == 10
+    assert np.all(window <= 10 + 10 * np.floor(t / 10) + 1e-9)
     # And a step every 10 ms, give or take a wakeup that came late on a busy machine.
     late = t > 500
-    assert np.all(window[late] >= 0.5 * (20 + 10 * np.floor(t[late] / 10)))
+    assert np.all(window[late] >= 0.5 * (10 + 10 * np.floor(t[late] / 10)))
     assert window.max() >= 500
 
 

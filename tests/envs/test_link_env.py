@@ -58,8 +58,17 @@ def test_info_carries_the_oracle_and_the_step():
     assert env.observation_space.contains(obs)
     assert info["ideal_window"] == pytest.approx(40) and info["window"] == 15
     assert info["expert_action"] == 4  # x2 takes 15 closest to 40
+    # Before the first ACK (the RTT is 40 ms) the window may not grow.
     _, _, _, _, info = env.step(info["expert_action"])
-    assert info["window"] == 30 and info["link"] == LINK_12
+    assert info["window"] == 15 and info["link"] == LINK_12
+    _, _, _, _, info = env.step(0)  # but it may shrink: /2
+    assert info["window"] == 7.5
+    for _ in range(4):  # 50 ms: the first ACKs are in
+        _, _, _, _, info = env.step(2)
+    _, _, _, _, info = env.step(4)
+    assert info["window"] == 15
+    _, _, _, _, info = env.step(4)
+    assert info["window"] == 30
     assert info["expert_action"] == 3  # +10: 40
 
 

@@ -62,7 +62,8 @@ def test_autoreset_starts_new_episodes_on_the_same_step():
     np.testing.assert_array_equal(infos["window"], np.full(3, 10.0))
     assert not np.array_equal(np.stack(infos["final_obs"]), obs)
     _, _, _, truncated, infos = vec.step(hold)
-    assert not truncated.any() and (infos["window"] == 20).all()
+    # A new episode: no ACK yet, so x2 may not grow the window (actions.hh).
+    assert not truncated.any() and (infos["window"] == 10).all()
 
 
 def test_thread_count_does_not_change_results():

@@ -1,0 +1,37 @@
+// The learned policy's action set and the rule that keeps a blind policy from growing.
+#include <gtest/gtest.h>
+
+#include "policies/cpp/actions.hh"
+
+namespace ccgym {
+namespace {
+
+constexpr int kHalve = 0, kMinus10 = 1, kKeep = 2, kPlus10 = 3, kDouble = 4;
+
+TEST(Actions, IndigoSetClampedToTheWindowRange) {
+  EXPECT_DOUBLE_EQ(apply_action(40, kHalve), 20);
+  EXPECT_DOUBLE_EQ(apply_action(40, kMinus10), 30);
+  EXPECT_DOUBLE_EQ(apply_action(40, kKeep), 40);
+  EXPECT_DOUBLE_EQ(apply_action(40, kPlus10), 50);
+  EXPECT_DOUBLE_EQ(apply_action(40, kDouble), 80);
+  EXPECT_DOUBLE_EQ(apply_action(5, kMinus10), kMinWindow);
+  EXPECT_DOUBLE_EQ(apply_action(kMaxWindow, kDouble), kMaxWindow);
+}
+
+TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, /*acked=*/false), 10);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kPlus10, false), 10);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kHalve, false), 5);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kMinus10, false), kMinWindow);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, /*acked=*/true), 20);
+}
+
+TEST(Actions, ExpertPicksTheClosestResult) {
+  EXPECT_EQ(closest_action(15, 40), kDouble);
+  EXPECT_EQ(closest_action(30, 40), kPlus10);
+  EXPECT_EQ(closest_action(40, 40), kKeep);
+  EXPECT_EQ(closest_action(100, 40), kHalve);
+}
+
+}  // namespace
+}  // namespace ccgym
