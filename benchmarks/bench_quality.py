@@ -36,6 +36,15 @@ QUEUE_GOAL = 0.25  # p95 queueing delay / minimum RTT
 GAP_GOAL = 0.9     # omniscient score - policy score
 
 
+def queue_over_min_rtt(rows: list[dict[str, Any]], spec_of: dict[str, str]) -> list[float]:
+    """Per link: p95 queueing delay (p95 one-way delay - propagation delay) / (2 x delay)."""
+    ratios = []
+    for r in rows:
+        delay = _core.parse_link_spec(spec_of[r["link"]]).delay_ms
+        ratios.append((r["delay_p95_ms"] - delay) / (2 * delay))
+    return ratios
+
+
 def group_summary(rows: list[dict[str, Any]], policy: str, spec_of: dict[str, str],
                   constant: bool) -> dict[str, Any]:
     by_scheme: dict[str, list[dict[str, Any]]] = {}
@@ -55,11 +64,12 @@ def group_summary(rows: list[dict[str, Any]], policy: str, spec_of: dict[str, st
     summary["best_baseline"] = best
     summary["beats_every_baseline"] = mean_score[policy] > baselines[best]
     if constant:
-        ratios = []
-        for r in mine:
-            delay = _core.parse_link_spec(spec_of[r["link"]]).delay_ms
-            ratios.append((r["delay_p95_ms"] - delay) / (2 * delay))
+        ratios = queue_over_min_rtt(mine, spec_of)
         summary["policy_queue_over_min_rtt"] = float(np.mean(ratios))
+        summary["policy_queue_over_min_rtt_median"] = float(np.median(ratios))
+        # The oracle (each link's BDP window) for reference: what the goals leave room for.
+        summary["oracle_utilization"] = float(np.mean([r["utilization"] for r in by_scheme["oracle"]]))
+        summary["oracle_queue_over_min_rtt"] = float(np.mean(queue_over_min_rtt(by_scheme["oracle"], spec_of)))
         summary["meets_utilization_goal"] = summary["policy_utilization"] >= UTILIZATION_GOAL
         summary["meets_queue_goal"] = summary["policy_queue_over_min_rtt"] <= QUEUE_GOAL
     else:
