@@ -89,7 +89,10 @@ def test_vector_simulator_matches_single_simulators():
     for step in range(50):
         vec.step(actions)
         for i, sim in enumerate(singles):
-            sim.set_window(_core.apply_action(sim.window(), int(actions[i])))
+            # The vector env applies a policy's action as the learned schemes do: no growth
+            # before the first ACK.
+            acked = sim.features()["min_rtt_ms"] > 0
+            sim.set_window(_core.apply_policy_action(sim.window(), int(actions[i]), acked))
             sim.run_until((step + 1) * _core.STEP_MS)
     obs = vec.observations()
     assert obs.shape == (3, _core.OBS_DIM)
