@@ -15,7 +15,7 @@ from ccgym.emulators import generate
 # The shared recorded data, beside the project unless CCGYM_DATA says otherwise.
 SHARED_DATA = Path(os.environ.get("CCGYM_DATA")
                    or Path(__file__).resolve().parents[3] / "shared" / "data")
-PACKAGED_COUNTS = {"cellular-generated": 8, "cellular-real": 7, "indigo-synthetic": 24,
+PACKAGED_COUNTS = {"cellular-generated": 8, "cellular-real": 7, "held-out-grid": 35, "indigo-synthetic": 24,
                    "pantheon-calibrated": 6, "pantheon-pathological": 12}
 
 
