@@ -66,14 +66,20 @@ def run(args: argparse.Namespace) -> int:
                           duration_s=args.duration_s, flows=args.flows,
                           interval_s=args.interval_s, progress=not args.no_progress)
     print(format_leaderboard(rows))
-    if args.json:
-        write_json_atomically(Path(args.json), rows)
-    if args.plots:
+    write_outputs(rows, runs, args.json, args.plots)
+    return 0
+
+
+def write_outputs(rows: list, runs: list, json_path: str | None, plots_dir: str | None) -> None:
+    """--json OUT (the rows) and --plots DIR (the runs' plots), as `ccgym eval` and `ccgym run`
+    write them."""
+    if json_path:
+        write_json_atomically(Path(json_path), rows)
+    if plots_dir:
         from ccgym.analysis.report import write_plots
 
-        for path in write_plots(rows, runs, Path(args.plots)):
+        for path in write_plots(rows, runs, Path(plots_dir)):
             print(f"wrote {path}")
-    return 0
 
 
 def write_json_atomically(path: Path, value: object) -> None:

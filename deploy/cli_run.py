@@ -122,7 +122,7 @@ def log_folder(keep: str | None) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.cli_eval import write_json_atomically
+    from ccgym.analysis.cli_eval import write_outputs
     from ccgym.analysis.evaluate import Run, aggregate, run_scheme
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
@@ -186,11 +186,5 @@ def run(args: argparse.Namespace) -> int:
     if args.remote:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
               f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown")
-    if args.json:
-        write_json_atomically(Path(args.json), rows)
-    if args.plots:
-        from ccgym.analysis.report import write_plots
-
-        for path in write_plots(rows, runs, Path(args.plots)):
-            print(f"wrote {path}")
+    write_outputs(rows, runs, args.json, args.plots)
     return 0
