@@ -17,7 +17,7 @@ def write(tmp_path: Path, text: str, name: str = "train.toml") -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["quick", "indigo", "cellular"])
+@pytest.mark.parametrize("name", ["quick", "indigo", "cellular", "mixed"])
 def test_packaged_configs_load(name: str) -> None:
     config = load_packaged_config(name)
     assert config.run.name == name
