@@ -3,6 +3,8 @@
 // with status 2, like every other usage error of these programs.
 #pragma once
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,5 +44,17 @@ class Flags {
   std::vector<FlagDef> defs_;
   std::map<std::string, std::string> values_;
 };
+
+// The body of each program's main(): runs `run`, and turns an exception that
+// escaped it into "PROGRAM: what" on stderr and exit status 1.
+template <typename Run>
+int run_program(const char* program, Run run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+}
 
 }  // namespace ccgym::net

@@ -226,10 +226,5 @@ int run(int argc, char** argv) {
 }  // namespace ccgym
 
 int main(int argc, char** argv) {
-  try {
-    return ccgym::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccgym-link: %s\n", e.what());
-    return 1;
-  }
+  return ccgym::net::run_program("ccgym-link", ccgym::run, argc, argv);
 }

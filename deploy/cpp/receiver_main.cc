@@ -114,10 +114,5 @@ int run(int argc, char** argv) {
 }  // namespace ccgym
 
 int main(int argc, char** argv) {
-  try {
-    return ccgym::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccgym-receiver: %s\n", e.what());
-    return 1;
-  }
+  return ccgym::net::run_program("ccgym-receiver", ccgym::run, argc, argv);
 }

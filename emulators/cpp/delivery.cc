@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "emulators/cpp/format.hh"
 #include "emulators/cpp/packet.hh"
 
 namespace ccgym {
@@ -16,17 +17,6 @@ namespace {
 
 // Bits in one opportunity, over 1000: dividing by a rate in Mbit/s gives ms.
 constexpr double kOpportunityKbit = kOpportunityBytes * 8 / 1000.0;
-
-// Shortest text that reads back to the same double (specs round-trip), in plain
-// decimals unless the magnitude makes that long: "0.0006" reads better than "6e-04".
-std::string format_number(double value) {
-  char buf[400];
-  const double magnitude = std::fabs(value);
-  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
-  auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
-                      : std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
 
 std::string base_name(const std::string& path) {
   std::size_t slash = path.find_last_of('/');

@@ -6,19 +6,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "emulators/cpp/format.hh"
+
 namespace ccgym {
 namespace {
-
-// Shortest text that reads back to the same double (specs round-trip), in plain
-// decimals unless the magnitude makes that long: "0.0006" reads better than "6e-04".
-std::string format_number(double value) {
-  char buf[400];
-  const double magnitude = std::fabs(value);
-  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
-  auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
-                      : std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -119,11 +110,6 @@ class InfiniteQueue final : public FifoQueue {
     push(packet);
     return true;
   }
-  bool dequeue(double, Packet& out, std::vector<Packet>&) override {
-    if (empty()) return false;
-    out = pop();
-    return true;
-  }
   std::string to_string() const override { return "infinite"; }
 };
 
@@ -134,11 +120,6 @@ class DropTailQueue final : public FifoQueue {
     uint64_t after = in_bytes_ ? size_bytes() + packet.bytes : size_packets() + 1;
     if (after > limit_) return false;
     push(packet);
-    return true;
-  }
-  bool dequeue(double, Packet& out, std::vector<Packet>&) override {
-    if (empty()) return false;
-    out = pop();
     return true;
   }
   std::string to_string() const override {
@@ -179,11 +160,6 @@ class RedQueue final : public FifoQueue {
       return false;
     }
     push(packet);
-    return true;
-  }
-  bool dequeue(double, Packet& out, std::vector<Packet>&) override {
-    if (empty()) return false;
-    out = pop();
     return true;
   }
   std::string to_string() const override {

@@ -37,6 +37,12 @@ class FifoQueue : public Queue {
   bool empty() const override { return packets_.empty(); }
   uint64_t size_bytes() const override { return bytes_; }
   uint64_t size_packets() const override { return packets_.size(); }
+  // The head, as every FIFO discipline that drops only on arrival hands it out.
+  bool dequeue(double, Packet& out, std::vector<Packet>&) override {
+    if (empty()) return false;
+    out = pop();
+    return true;
+  }
 
  protected:
   void push(const Packet& p) { packets_.push_back(p); bytes_ += p.bytes; }

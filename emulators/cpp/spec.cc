@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "emulators/cpp/format.hh"
 #include "emulators/cpp/queue.hh"
 
 namespace ccgym {
@@ -17,17 +18,6 @@ const std::vector<std::string> kDirectionKeys = {
     "trace", "rate_mbps", "delivery", "burst_packets", "burst_period_ms", "queue", "loss"};
 const std::vector<std::string> kDeliveries = {"constant", "poisson", "trace", "burst"};
 constexpr const char* kAck = "ack_";
-
-// Shortest text that reads back to the same double (specs round-trip), in plain
-// decimals unless the magnitude makes that long: "0.0006" reads better than "6e-04".
-std::string format_number(double value) {
-  char buf[400];
-  const double magnitude = std::fabs(value);
-  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
-  auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
-                      : std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
