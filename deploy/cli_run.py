@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.interrupts import sigterm_as_interrupt
 
 DEFAULT_DURATION_S = 30.0
 
@@ -95,19 +95,6 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         raise UserError(f"--scheme {scheme}: cannot load the policy: {e}") from e
     onnx_path = export_policy(policy, workdir / "policy.onnx")
     return Schemes(f"lstm:{onnx_path}", f"lstm:{source}")
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so that every started process is stopped."""
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

@@ -19,11 +19,8 @@ Everything a rollout needs travels in a RolloutTask, so a task runs the same on 
 from __future__ import annotations
 
 import math
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +30,7 @@ import torch
 from torch import nn
 
 from ccgym.errors import UserError
+from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
 from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
 
@@ -502,23 +500,6 @@ def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
 
 # ---------------------------------------------------------------- the loop
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so that Ray is shut down and no worker is orphaned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def hyperparameter_table(config: TrainConfig) -> str:
     """The config as a Markdown table (TensorBoard's text tab renders it), CleanRL style."""
     lines = ["| parameter | value |", "|-|-|"]
@@ -584,7 +565,7 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             say("hyperparameters:\n" + table)
             say(f"{len(train_links)} training links, {len(validation_links)} validation links")
             state.reference = reference_scores(config, validation_links, say)
-        with _sigterm_as_interrupt(), RolloutPool(config.run.workers,
+        with sigterm_as_interrupt(), RolloutPool(config.run.workers,
                                                   config.run.ray_address) as pool:
             while state.iteration < config.run.iterations and not state.stopped_early:
                 _iteration(config, state, pool, train_specs, validation_links, writer,
