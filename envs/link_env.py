@@ -267,7 +267,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"action must be in [0, {_core.NUM_ACTIONS}), got {action!r}")
         sim = self._sim
         sim.clear_step_stats()
-        sim.set_window(_core.apply_policy_action(sim.window(), a, sim.features(0)["min_rtt_ms"] > 0))
+        sim.take_action(a)
         sim.run_until(sim.now_ms + _core.STEP_MS)
         self._previous_action = a
         self._steps += 1

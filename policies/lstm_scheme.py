@@ -87,7 +87,5 @@ class LstmScheme:
         actions, self._state = self.policy.act(obs, self._state, self._starting)
         self._starting[:] = False
         for slot, action in zip(slots, actions):
-            acked = slot.sim.features(slot.flow)["min_rtt_ms"] > 0
-            window = _core.apply_policy_action(slot.sim.window(slot.flow), int(action), acked)
-            slot.sim.set_window(window, slot.flow)
+            slot.sim.take_action(int(action), slot.flow)
         self._previous = actions

@@ -27,6 +27,7 @@
 #include "emulators/cpp/delivery.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
+#include "policies/cpp/policy_action.hh"
 #include "policies/cpp/sender.hh"
 #ifdef CCGYM_HAVE_OPENCV
 #include "deploy/cpp/onnx_policy.hh"
@@ -83,7 +84,7 @@ class LearnedPolicy {
     const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
     const int action = runner_.act(features.observation(current, previous_action_));
-    window_->set_window(apply_policy_action(current, action, features.values().min_rtt_ms > 0));
+    take_policy_action(features, *window_, action);
     previous_action_ = action;
     times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                    .count());

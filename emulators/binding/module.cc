@@ -16,6 +16,7 @@
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
+#include "policies/cpp/policy_action.hh"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -101,9 +102,7 @@ class VecSimulator {
       const int a = actions[i];
       if (a >= 0) {
         if (a >= kNumActions) throw std::invalid_argument("action out of range");
-        ExternalWindow* w = s.external(0);
-        const bool acked = s.sender(0).features().values().min_rtt_ms > 0;
-        w->set_window(apply_policy_action(w->window_size(), a, acked));
+        take_policy_action(s.sender(0).features(), *s.external(0), a);
         previous_action_[i] = a;
       }
       all.push_back(&s);
@@ -227,6 +226,14 @@ NB_MODULE(_core, m) {
         if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
         w->set_window(std::clamp(window, kMinWindow, kMaxWindow));
       }, "window"_a, "flow"_a = 0)
+      .def("take_action", [](Simulator& s, int action, std::size_t flow) {
+        check_flow(s, flow);
+        ExternalWindow* w = s.external(flow);
+        if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
+        if (action < 0 || action >= kNumActions) throw std::invalid_argument("action out of range");
+        return take_policy_action(s.sender(flow).features(), *w, action);
+      }, "action"_a, "flow"_a = 0,
+      "A learned policy's action: the new window (no growth before the flow's first ACK).")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
         check_flow(s, flow);
         auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action);

@@ -89,10 +89,7 @@ def test_vector_simulator_matches_single_simulators():
     for step in range(50):
         vec.step(actions)
         for i, sim in enumerate(singles):
-            # The vector env applies a policy's action as the learned schemes do: no growth
-            # before the first ACK.
-            acked = sim.features()["min_rtt_ms"] > 0
-            sim.set_window(_core.apply_policy_action(sim.window(), int(actions[i]), acked))
+            sim.take_action(int(actions[i]))
             sim.run_until((step + 1) * _core.STEP_MS)
     obs = vec.observations()
     assert obs.shape == (3, _core.OBS_DIM)
@@ -108,3 +105,13 @@ def test_bad_link_spec_names_the_key():
 def test_unknown_scheme_lists_valid_ones():
     with pytest.raises(ValueError, match="cubic"):
         _core.Simulator(LINK_12, [("cubc", 0.0, -1.0)], 1)
+
+
+def test_take_action_does_not_grow_the_window_before_the_first_ack():
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1)
+    assert sim.take_action(4) == 10  # x2 at t=0: nothing acknowledged yet
+    assert sim.take_action(0) == 5   # shrinking is allowed
+    sim.run_until(50)                # past the 40 ms RTT
+    assert sim.take_action(4) == 10
+    with pytest.raises(ValueError, match="action out of range"):
+        sim.take_action(5)
