@@ -1,18 +1,16 @@
 """The C++ UDP endpoints and the real-time relay, as real processes on loopback.
 
-The executables come from $CCGYM_BIN_DIR (or its deploy/cpp), PATH, or a CMake
-build under build/*/deploy/cpp; the tests skip when they are not built. Every
+The executables are found as `ccgym run` finds them ($CCGYM_BIN_DIR, beside Python, PATH, a CMake
+build under build/*/deploy/cpp); the tests skip when they are not built. Every
 test ends every process it starts and checks that the ports it used are free.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import re
 import selectors
-import shutil
 import signal
 import socket
 import struct
@@ -24,7 +22,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from ccgym.analysis.logs import read_tsv_log
+from ccgym.deploy.harness import find_program
+from ccgym.errors import UserError
+
 PROGRAMS = ("ccgym-sender", "ccgym-receiver", "ccgym-link")
 
 # deploy/cpp/wire.hh, written out independently: a mismatch fails these tests.
@@ -36,21 +37,11 @@ assert DATA_HEADER.size == 24 and ACK.size == 36
 
 
 def _find(name: str) -> str | None:
-    candidates: list[Path] = []
-    if os.environ.get("CCGYM_BIN_DIR"):
-        base = Path(os.environ["CCGYM_BIN_DIR"])
-        candidates += [base / name, base / "deploy" / "cpp" / name]
-    on_path = shutil.which(name)
-    if on_path:
-        candidates.append(Path(on_path))
-    # The most recently built tree first: a stale build must not shadow a fresh one.
-    built = sorted(REPO.glob(f"build/*/deploy/cpp/{name}"), key=lambda p: p.stat().st_mtime,
-                   reverse=True)
-    candidates += built
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return None
+    """Where `ccgym run` finds the program (deploy/harness.py), or None: not built."""
+    try:
+        return find_program(name)
+    except UserError:
+        return None
 
 
 BIN = {name: _find(name) for name in PROGRAMS + ("ccgym-policy",)}
@@ -115,21 +106,9 @@ def assert_port_free(port: int) -> None:
 
 
 def read_log(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """A TSV log: header line, rows, '# key=value ...' trailer lines -> columns, trailer."""
-    lines = path.read_text().splitlines()
-    header = lines[0].split("\t")
-    rows = [line.split("\t") for line in lines[1:] if not line.startswith("#")]
-    trailer: dict[str, str] = {}
-    for line in lines[1:]:
-        if line.startswith("#"):
-            trailer.update(kv.split("=", 1) for kv in line[1:].split())
-    for r in rows:
-        assert len(r) == len(header), f"{path}: row {r} does not match header {header}"
-    columns: dict[str, np.ndarray] = {}
-    for i, name in enumerate(header):
-        values = [r[i] for r in rows]
-        columns[name] = np.array(values) if name == "event" else np.array(values, dtype=float)
-    return columns, trailer
+    """An endpoint's TSV log as analysis/ reads it: columns, and the trailer's key=value pairs."""
+    log = read_tsv_log(path)
+    return log.columns, log.trailer
 
 
 def data_datagram(flow: int, seq: int, send_ms: float, size: int = 1472) -> bytes:
