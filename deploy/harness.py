@@ -168,7 +168,6 @@ class RealRun:
     duration_ms: float
     opportunities_ms: np.ndarray
     clock: str  # "synchronized" (one host) or "rtt-based"
-    link_counters: str = ""
     min_rtt_ms: float = float("nan")
 
 
@@ -228,12 +227,11 @@ def run_emulated(link_spec: str, sender_scheme: str, duration_s: float, seed: in
     log = packet_log_from_endpoints(sender_tsv, receiver_tsv)
     duration_ms = duration_s * 1000.0
     # The link's opportunities, computed by the same core from the same spec and seed,
-    # moved from the link's clock (which started first) to the sender's.
+    # moved from the link's time (from the first datagram) to the sender's clock.
     shift_ms = _link_origin_ms(relay.stderr()) - sender_tsv.clock_origin_ms()
     opportunities = _core.opportunities(link_spec, duration_ms - shift_ms, seed) + shift_ms
     opportunities = opportunities[(opportunities >= 0) & (opportunities < duration_ms)]
-    counters = "\n".join(line for line in relay.stderr().splitlines() if "clock_origin" not in line)
-    return RealRun(log, duration_ms, opportunities, "synchronized", counters)
+    return RealRun(log, duration_ms, opportunities, "synchronized")
 
 
 def run_remote(dest: str, sender_scheme: str, duration_s: float, seed: int,
