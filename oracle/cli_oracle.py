@@ -3,8 +3,8 @@
 For each link: the bandwidth-delay product (rate x min RTT, in 1500-byte packets); the
 oracle's window: the BDP on a constant-rate link with an infinite queue and no loss, the
 best fixed window by search elsewhere, and on a trace link a time-varying window (the
-opportunities of the next min RTT, times a margin found by search) unless the best fixed
-window scores higher; the contest score of the oracle's window and of the BDP. A trace
+opportunities of one min RTT, counted `lookback` of it behind now, times a margin; both
+found by search) unless the best fixed window scores higher; the contest score of the oracle's window and of the BDP. A trace
 link runs its trace once, other links 30 s, as `ccgym eval` runs them. Searches are
 cached in $CCGYM_CACHE/oracle.
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run length of each search run (default: a trace once, else 30 s)")
     parser.add_argument("--json", metavar="OUT",
                         help="write a JSON list of {link, bdp_packets, ideal_window, margin, "
-                             "score, bdp_score}")
+                             "lookback, score, bdp_score}")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _ideal_text(summary: OracleSummary) -> str:
     if summary.margin is not None:
-        return f"time-varying, margin {summary.margin:g}"
+        return f"time-varying, margin {summary.margin:g}, lookback {summary.lookback:g}"
     return f"{summary.ideal_window:.1f}"
 
 

@@ -8,11 +8,16 @@ Three cases, as Indigo's oracle (Pantheon paper, Sec. 5):
   delivery, a shaped ACK direction): the best *fixed* window by search. Windows near
   the BDP are simulated (`fixed:W`, all candidates of one round batched on threads in
   C++) and scored with the contest's metric; the grid is refined around the best.
-- A trace link: a time-varying window read off the trace itself. At time t it is the
-  number of delivery opportunities the link makes in [t, t + min RTT), times a margin;
-  the margin is found by the same search, simulating the schedule on an external flow
-  set every STEP_MS exactly as `ccgym eval --schemes oracle` does. If the best fixed
-  window scores higher (a Poisson trace, whose next RTT is mostly noise), that wins.
+- A trace link: a time-varying window read off the trace itself: the number of delivery
+  opportunities the link makes in one min RTT, times a margin. The RTT counted is
+  [t - lookback x min RTT, t + (1 - lookback) x min RTT): a window-limited sender's
+  packets in flight are the deliveries of the RTT *behind* it (lookback 1: in a fluid
+  model its sending rate is then exactly the link's), while counting the RTT ahead
+  (lookback 0) shrinks the window before an outage instead of filling the queue. The
+  lookback is chosen from LOOKBACKS at margin 1, then the margin by the same search as
+  the fixed window, simulating the schedule on an external flow set every STEP_MS
+  exactly as `ccgym eval --schemes oracle` does. If the best fixed window scores
+  higher (a Poisson trace, whose count of any one RTT is mostly noise), that wins.
 
 Searches run as long as `ccgym eval` runs a link (a trace once, other links 30 s), so
 the score reported by `ccgym oracle` is the oracle's score on the leaderboard. Results
@@ -55,6 +60,10 @@ EDGE_FACTOR = 2.0
 # the window by less than a packet at any realistic BDP.
 MARGIN_DECIMALS = 3
 MARGIN_BOUNDS = (0.05, 20.0)
+# Where the counted RTT sits, as the share of it behind now. Measured over the 8 generated
+# and 7 recorded cellular links (margins 0.8-1.5, 140 s or 60 s runs): a mean score of
+# -2.47 and -2.37 looking wholly ahead, -2.29 and -2.18 with three quarters behind.
+LOOKBACKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 # A fixed window is a whole number of packets (the sender keeps in_flight + 1 <= window).
 # The fixed scheme accepts windows up to 20000; the stepped interface clamps to MAX_WINDOW.
 FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
@@ -66,7 +75,7 @@ RATE_ESTIMATE_MS = 10_000.0
 CACHE_ENV = "CCGYM_CACHE"
 CACHE_FOLDER = "oracle"
 # Bump when the search or the simulator changes what a cached result would be.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 # The data direction has no shaping beyond its rate, and the ACK direction at most a
 # constant rate: the only ACK keys a canonical spec then prints.
@@ -95,7 +104,8 @@ class ConstantIdealWindow:
 
 
 class TraceIdealWindow:
-    """margin x the delivery opportunities in [now, now + horizon), in [MIN_WINDOW, MAX_WINDOW].
+    """margin x the delivery opportunities in [now - lookback x horizon, ... + horizon),
+    in [MIN_WINDOW, MAX_WINDOW]; an RTT that would start before 0 starts at 0.
 
     opportunities_ms must cover [0, period_ms + period_ms + horizon_ms) of the link as the
     simulator makes them; from period_ms on the trace repeats, so any later time folds
@@ -103,16 +113,20 @@ class TraceIdealWindow:
     """
 
     def __init__(self, opportunities_ms: np.ndarray, period_ms: float, horizon_ms: float,
-                 margin: float = 1.0, score: float | None = None) -> None:
+                 margin: float = 1.0, score: float | None = None,
+                 lookback: float = 0.0) -> None:
+        if not 0.0 <= lookback <= 1.0:
+            raise ValueError(f"lookback must be in [0, 1], got {lookback}")
         self.opportunities_ms = np.sort(np.asarray(opportunities_ms, dtype=np.float64))
         self.period_ms = float(period_ms)
         self.horizon_ms = float(horizon_ms)
         self.margin = float(margin)
+        self.lookback = float(lookback)
         self.score = score
 
     @classmethod
     def for_link(cls, link_spec: str, margin: float = 1.0, seed: int = 1,
-                 score: float | None = None) -> TraceIdealWindow:
+                 score: float | None = None, lookback: float = 0.0) -> TraceIdealWindow:
         """The schedule of a trace link, read from the simulator's own delivery process."""
         parsed = _core.parse_link_spec(link_spec)
         if not parsed.data_trace:
@@ -121,15 +135,25 @@ class TraceIdealWindow:
         horizon = horizon_ms(parsed.delay_ms)
         span = (period if parsed.once else 2 * period) + horizon + 1
         opportunities = _core.opportunities(link_spec, span, seed)
-        return cls(opportunities, math.inf if parsed.once else period, horizon, margin, score)
+        return cls(opportunities, math.inf if parsed.once else period, horizon, margin, score,
+                   lookback)
 
     def with_margin(self, margin: float, score: float | None = None) -> TraceIdealWindow:
         return TraceIdealWindow(self.opportunities_ms, self.period_ms, self.horizon_ms,
-                                margin, score)
+                                margin, score, self.lookback)
 
-    def opportunities_ahead(self, now_ms: np.ndarray | float) -> np.ndarray:
-        """How many opportunities fall in [now, now + horizon), for each time."""
-        t = np.asarray(now_ms, dtype=np.float64)
+    def with_lookback(self, lookback: float) -> TraceIdealWindow:
+        return TraceIdealWindow(self.opportunities_ms, self.period_ms, self.horizon_ms,
+                                self.margin, None, lookback)
+
+    def opportunities_counted(self, now_ms: np.ndarray | float) -> np.ndarray:
+        """How many opportunities fall in the RTT counted at each time."""
+        start = np.asarray(now_ms, dtype=np.float64) - self.lookback * self.horizon_ms
+        return self._opportunities_in_horizon(np.maximum(start, 0.0))
+
+    def _opportunities_in_horizon(self, start_ms: np.ndarray) -> np.ndarray:
+        """How many opportunities fall in [start, start + horizon), for each start."""
+        t = start_ms
         if math.isfinite(self.period_ms):
             t = np.where(t >= self.period_ms,
                          self.period_ms + np.mod(t - self.period_ms, self.period_ms), t)
@@ -138,15 +162,15 @@ class TraceIdealWindow:
                 - np.searchsorted(o, t, side="left"))
 
     def windows(self, now_ms: np.ndarray | float) -> np.ndarray:
-        ahead = self.opportunities_ahead(now_ms)
-        return np.clip(self.margin * ahead, _core.MIN_WINDOW, _core.MAX_WINDOW)
+        counted = self.opportunities_counted(now_ms)
+        return np.clip(self.margin * counted, _core.MIN_WINDOW, _core.MAX_WINDOW)
 
     def window(self, now_ms: float) -> float:
         return float(self.windows(now_ms))
 
     def __repr__(self) -> str:
-        return (f"TraceIdealWindow(margin={self.margin}, horizon_ms={self.horizon_ms}, "
-                f"period_ms={self.period_ms})")
+        return (f"TraceIdealWindow(margin={self.margin}, lookback={self.lookback}, "
+                f"horizon_ms={self.horizon_ms}, period_ms={self.period_ms})")
 
 
 # ---------------------------------------------------------------- link figures
@@ -244,12 +268,15 @@ def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]
 
 def _trace_schedule_scores(ideal: TraceIdealWindow, link_spec: str, margins: Sequence[float],
                            seed: int, duration_ms: float) -> list[float]:
-    # The window at each step is precomputed in numpy: the loop then only sets it.
-    steps = math.ceil(duration_ms / _core.STEP_MS)
-    times = np.arange(steps) * _core.STEP_MS
-    tables = [ideal.with_margin(m).windows(times) for m in margins]
-    schedules = [_table_schedule(table) for table in tables]
+    schedules = [_table_schedule(_window_table(ideal.with_margin(m), duration_ms))
+                 for m in margins]
     return schedule_scores(link_spec, schedules, seed, duration_ms)
+
+
+def _window_table(ideal: TraceIdealWindow, duration_ms: float) -> np.ndarray:
+    # The window at each step is precomputed in numpy: the stepping loop then only sets it.
+    steps = math.ceil(duration_ms / _core.STEP_MS)
+    return ideal.windows(np.arange(steps) * _core.STEP_MS)
 
 
 def _table_schedule(table: np.ndarray) -> Callable[[float], float]:
@@ -324,17 +351,25 @@ def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None =
     return grid_search(score_many, _first_grid(bdp), np.round, FIXED_WINDOW_BOUNDS, exact=[bdp])
 
 
-def best_trace_margin(link_spec: str, seed: int = 1,
-                      duration_ms: float | None = None) -> tuple[float, float]:
-    """The margin of a trace link's time-varying window with the best score: (margin, score)."""
+def best_trace_window(link_spec: str, seed: int = 1,
+                      duration_ms: float | None = None) -> tuple[float, float, float]:
+    """The trace window with the best score: (margin, lookback, score). Each lookback is
+    scored at margin 1, then the margin is searched at the best one."""
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
+    by_lookback = [ideal.with_lookback(lookback) for lookback in LOOKBACKS]
+    scores = schedule_scores(link_spec, [_table_schedule(_window_table(candidate, duration))
+                                         for candidate in by_lookback], seed, duration)
+    best = max(range(len(LOOKBACKS)), key=lambda i: (_rank(scores[i]), -i))
+    ideal = by_lookback[best]
 
     def score_many(margins: list[float]) -> list[float]:
         return _trace_schedule_scores(ideal, link_spec, margins, seed, duration)
 
-    return grid_search(score_many, _first_grid(1.0), lambda g: np.round(g, MARGIN_DECIMALS),
-                       MARGIN_BOUNDS, exact=[1.0])
+    margin, score = grid_search(score_many, _first_grid(1.0),
+                                lambda g: np.round(g, MARGIN_DECIMALS), MARGIN_BOUNDS,
+                                exact=[1.0])
+    return margin, ideal.lookback, score
 
 
 # ---------------------------------------------------------------- choosing and caching
@@ -363,22 +398,28 @@ def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
         bdp = bdp_packets(parsed.rate_mbps, parsed.delay_ms)
         # A window outside the sender's range cannot be set: the nearest one can.
         return ConstantIdealWindow(float(np.clip(bdp, _core.MIN_WINDOW, _core.MAX_WINDOW)), "bdp")
-    window, score = _cached("fixed", spec, seed, duration_ms,
-                            lambda: best_fixed_window(spec, seed, duration_ms))
-    return ConstantIdealWindow(window, "search", score)
+    fixed = _cached_fixed(spec, seed, duration_ms)
+    return ConstantIdealWindow(fixed["window"], "search", fixed["score"])
 
 
 def _trace_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     """The time-varying window, unless the best fixed window scores higher: looking one
     RTT ahead pays on traces whose rate moves slowly (cellular), but on a Poisson trace
     the count of the next RTT is mostly noise and a steady window does better."""
-    margin, score = _cached("trace", spec, seed, duration_ms,
-                            lambda: best_trace_margin(spec, seed, duration_ms))
-    window, fixed_score = _cached("fixed", spec, seed, duration_ms,
-                                  lambda: best_fixed_window(spec, seed, duration_ms))
-    if _rank(fixed_score) > _rank(score):
-        return ConstantIdealWindow(window, "search", fixed_score)
-    return TraceIdealWindow.for_link(spec, margin, seed, score)
+    trace = _cached("trace", spec, seed, duration_ms,
+                    lambda: dict(zip(("margin", "lookback", "score"),
+                                     best_trace_window(spec, seed, duration_ms))))
+    fixed = _cached_fixed(spec, seed, duration_ms)
+    if _rank(fixed["score"]) > _rank(trace["score"]):
+        return ConstantIdealWindow(fixed["window"], "search", fixed["score"])
+    return TraceIdealWindow.for_link(spec, trace["margin"], seed, trace["score"],
+                                     trace["lookback"])
+
+
+def _cached_fixed(spec: str, seed: int, duration_ms: float) -> dict[str, float]:
+    return _cached("fixed", spec, seed, duration_ms,
+                   lambda: dict(zip(("window", "score"),
+                                    best_fixed_window(spec, seed, duration_ms))))
 
 
 def expert_action(window: float, ideal: float) -> int:
@@ -414,19 +455,19 @@ def _cache_path(kind: str, spec: str, seed: int, duration_ms: float) -> Path:
 
 
 def _cached(kind: str, spec: str, seed: int, duration_ms: float,
-            compute: Callable[[], tuple[float, float]]) -> tuple[float, float]:
-    """(value, score) from the disk cache, else computed and stored (best effort)."""
+            compute: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """A search's result (named numbers) from the disk cache, else computed and stored
+    (best effort)."""
     path = _cache_path(kind, spec, seed, duration_ms)
     try:
         stored = json.loads(path.read_text())
-        return float(stored["value"]), float(stored["score"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return {name: float(value) for name, value in stored["result"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    value, score = compute()
+    result = compute()
     # Python's json writes and reads back -Infinity and NaN: this file is only ours to read.
-    _store(path, {"value": value, "score": score, "spec": spec, "seed": seed,
-                  "duration_ms": duration_ms})
-    return value, score
+    _store(path, {"result": result, "spec": spec, "seed": seed, "duration_ms": duration_ms})
+    return result
 
 
 def _store(path: Path, record: dict[str, Any]) -> None:
@@ -447,7 +488,8 @@ def _store(path: Path, record: dict[str, Any]) -> None:
 @dataclass(frozen=True)
 class OracleSummary:
     """What `ccgym oracle` reports of a link. ideal_window is None for a trace link (its
-    window varies; margin says how it is scaled) and margin None otherwise."""
+    window varies; margin and lookback say how it is counted) and margin and lookback
+    None otherwise."""
 
     link: str
     bdp_packets: float
@@ -455,6 +497,7 @@ class OracleSummary:
     margin: float | None
     score: float
     bdp_score: float
+    lookback: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: NaN and infinite scores become None (strict JSON has neither)."""
@@ -463,7 +506,7 @@ class OracleSummary:
 
         return {"link": self.link, "bdp_packets": self.bdp_packets,
                 "ideal_window": self.ideal_window, "margin": self.margin,
-                "score": number(self.score), "bdp_score": number(self.bdp_score)}
+                "lookback": self.lookback, "score": number(self.score), "bdp_score": number(self.bdp_score)}
 
 
 def summarize_link(name: str, link_spec: str, seed: int = 1,
@@ -476,7 +519,8 @@ def summarize_link(name: str, link_spec: str, seed: int = 1,
     [bdp_score] = fixed_window_scores(link_spec, [bdp_window], seed, duration)
     ideal = ideal_window(link_spec, seed, duration)
     if isinstance(ideal, TraceIdealWindow):
-        return OracleSummary(name, bdp, None, ideal.margin, _known(ideal.score), bdp_score)
+        return OracleSummary(name, bdp, None, ideal.margin, _known(ideal.score), bdp_score,
+                             ideal.lookback)
     assert isinstance(ideal, ConstantIdealWindow)
     # The BDP rule's window is the BDP window just measured (both clamped alike).
     score = bdp_score if ideal.method == "bdp" else _known(ideal.score)

@@ -14,7 +14,8 @@ def test_one_link_table_and_json(tmp_path, capsys):
     assert main(["oracle", "--link", LINK_12, "--duration-s", "2", "--json", str(out),
                  "--no-progress"]) == 0
     [row] = json.loads(out.read_text())
-    assert set(row) == {"link", "bdp_packets", "ideal_window", "margin", "score", "bdp_score"}
+    assert set(row) == {"link", "bdp_packets", "ideal_window", "margin", "lookback", "score",
+                        "bdp_score"}
     assert row["bdp_packets"] == pytest.approx(40)
     assert row["ideal_window"] == pytest.approx(40) and row["margin"] is None
     assert row["score"] == row["bdp_score"]

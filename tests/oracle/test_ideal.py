@@ -106,6 +106,21 @@ def test_trace_ideal_window_counts_the_next_min_rtt_of_a_hand_made_trace(tmp_pat
         assert ideal.window(now) == window, now
 
 
+def test_trace_ideal_window_with_lookback_counts_part_of_the_rtt_behind(tmp_path):
+    # The same trace and 4 ms RTT; lookback 0.5 counts [now - 2, now + 2), lookback 1
+    # [now - 4, now), and an RTT that would start before 0 starts at 0.
+    trace = write_trace(tmp_path / "tiny.trace", [1, 2, 3, 3, 5, 10])
+    half = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=0.5)
+    assert half.window(4) == 4       # [2, 6): 2 3 3 5
+    assert half.window(12) == 5      # [10, 14): 10 11 12 13 13
+    behind = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=1.0)
+    assert behind.window(6) == 4     # [2, 6): 2 3 3 5
+    assert behind.window(9) == 1     # [5, 9): 5
+    assert behind.window(1) == 4     # [0, 4): 1 2 3 3
+    with pytest.raises(ValueError, match="lookback"):
+        TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=1.5)
+
+
 def test_trace_that_runs_once_offers_nothing_after_its_end(tmp_path):
     trace = write_trace(tmp_path / "tiny.trace", [1, 2, 3, 3, 5, 10])
     ideal = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2,once=1", margin=2.0)
@@ -126,16 +141,24 @@ def test_trace_oracle_follows_the_rate_and_beats_the_bdp(tmp_path):
     assert summary.score > summary.bdp_score
 
 
-def test_on_a_poisson_trace_a_steady_window_beats_the_noisy_look_ahead(tmp_path):
-    # Exponential gaps of 1.2 ms (10 Mbit/s): the next RTT's count is mostly noise.
+def test_trace_oracle_takes_the_better_of_the_counted_and_the_steady_window(tmp_path):
+    # Exponential gaps of 1.2 ms (10 Mbit/s): the count of the RTT ahead is mostly noise,
+    # and a steady window beats it; the oracle keeps whichever of its searches scored best.
     gaps = np.random.default_rng(1).exponential(1.2, size=4000)
     stamps = np.floor(np.cumsum(gaps)).astype(int)
     spec = f"trace={write_trace(tmp_path / 'poisson.trace', [*stamps[stamps < 4000], 4000])}," \
            "delay_ms=20"
+    steady_window, steady_score = oracle.best_fixed_window(spec, duration_ms=SHORT_MS)
+    [ahead_score] = oracle.schedule_scores(
+        spec, [TraceIdealWindow.for_link(spec).window], duration_ms=SHORT_MS)
+    assert steady_score > ahead_score
+    _, _, counted_score = oracle.best_trace_window(spec, duration_ms=SHORT_MS)
     ideal = ideal_window(spec, duration_ms=SHORT_MS)
-    _, look_ahead_score = oracle.best_trace_margin(spec, duration_ms=SHORT_MS)
-    assert isinstance(ideal, ConstantIdealWindow) and ideal.method == "search"
-    assert ideal.score > look_ahead_score
+    assert ideal.score == max(steady_score, counted_score)
+    if steady_score > counted_score:
+        assert isinstance(ideal, ConstantIdealWindow) and ideal.value == steady_window
+    else:
+        assert isinstance(ideal, TraceIdealWindow)
 
 
 def test_oracle_scheme_in_eval_scores_what_the_search_reported(tmp_path):
