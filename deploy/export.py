@@ -13,8 +13,8 @@ needed either. The cell is torch.nn.LSTM's:
     c' = f * c + i * g                     h' = o * tanh(c')
     logits = h' W_head + b_head
 
-metadata_props carries what a deployment must match: the observation's scaling constants
-(the C++ features' DELAY_SCALE_MS, RATE_SCALE_MBPS, WINDOW_SCALE), the action set, the
+metadata_props carries what a deployment must match: the observation's version and
+scaling constants (the C++ features' log scale: units and tops), the action set, the
 decision interval, and the sizes.
 """
 
@@ -40,10 +40,11 @@ ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul"})
 # Share of random actions in the check's recorded run (the rest are the expert's).
 EXPLORATION = 0.3
 FORMAT = "ccgym-lstm-step"
-FORMAT_VERSION = "1"
-OBS_LAYOUT = ("0 EWMA queueing delay / delay_scale_ms; 1 EWMA delivery rate / rate_scale_mbps; "
-              "2 EWMA sending rate / rate_scale_mbps; 3 window / window_scale; "
-              "4.. previous action one-hot")
+FORMAT_VERSION = "2"
+OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing delay (ms, "
+              "delay_unit_ms, delay_top_ms); 1 EWMA delivery rate and 2 EWMA sending rate "
+              "(Mbit/s, rate_unit_mbps, rate_top_mbps); 3 window (packets, window_unit, "
+              "max_window); 4.. previous action one-hot")
 
 
 def metadata(policy: LstmPolicy) -> dict[str, str]:
@@ -61,9 +62,12 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
         "actions": json.dumps([[op, float(value)] for op, value in _core.ACTIONS]),
         "min_window": repr(float(_core.MIN_WINDOW)),
         "max_window": repr(float(_core.MAX_WINDOW)),
-        "delay_scale_ms": repr(float(_core.DELAY_SCALE_MS)),
-        "rate_scale_mbps": repr(float(_core.RATE_SCALE_MBPS)),
-        "window_scale": repr(float(_core.WINDOW_SCALE)),
+        "observation_version": str(_core.OBSERVATION_VERSION),
+        "delay_unit_ms": repr(float(_core.DELAY_UNIT_MS)),
+        "delay_top_ms": repr(float(_core.DELAY_TOP_MS)),
+        "rate_unit_mbps": repr(float(_core.RATE_UNIT_MBPS)),
+        "rate_top_mbps": repr(float(_core.RATE_TOP_MBPS)),
+        "window_unit": repr(float(_core.WINDOW_UNIT)),
         "obs_layout": OBS_LAYOUT,
         "action": "argmax of logits; the state (h, c) starts at zeros",
     }

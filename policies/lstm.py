@@ -93,6 +93,7 @@ class LstmPolicy(nn.Module):
         return {"format": FILE_FORMAT, "version": FILE_VERSION,
                 "hidden_size": self.hidden_size, "obs_dim": self.obs_dim,
                 "num_actions": self.num_actions,
+                "observation_version": _core.OBSERVATION_VERSION,
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
 
     @classmethod
@@ -102,6 +103,12 @@ class LstmPolicy(nn.Module):
         if data.get("version") != FILE_VERSION:
             raise ValueError(f"{where}: policy file version {data.get('version')} is not "
                              f"supported (expected {FILE_VERSION})")
+        # Files from before the version was recorded used observation version 1.
+        observation = data.get("observation_version", 1)
+        if observation != _core.OBSERVATION_VERSION:
+            raise ValueError(f"{where}: trained on observation version {observation}, but "
+                             f"this ccgym computes version {_core.OBSERVATION_VERSION} "
+                             "(see policies/cpp/features.hh); train the policy again")
         policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
                      num_actions=int(data["num_actions"]))
         policy.load_state_dict(data["state_dict"])

@@ -135,9 +135,12 @@ NB_MODULE(_core, m) {
   m.attr("STEP_MS") = kStepMs;
   m.attr("MIN_WINDOW") = kMinWindow;
   m.attr("MAX_WINDOW") = kMaxWindow;
-  m.attr("DELAY_SCALE_MS") = kDelayScaleMs;
-  m.attr("RATE_SCALE_MBPS") = kRateScaleMbps;
-  m.attr("WINDOW_SCALE") = kWindowScale;
+  m.attr("DELAY_UNIT_MS") = kDelayUnitMs;
+  m.attr("DELAY_TOP_MS") = kDelayTopMs;
+  m.attr("RATE_UNIT_MBPS") = kRateUnitMbps;
+  m.attr("RATE_TOP_MBPS") = kRateTopMbps;
+  m.attr("WINDOW_UNIT") = kWindowUnit;
+  m.attr("OBSERVATION_VERSION") = kObservationVersion;
   m.attr("DATA_PACKET_BYTES") = kDataPacketBytes;
   nb::list actions;
   for (const auto& a : kActions)

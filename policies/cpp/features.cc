@@ -1,6 +1,7 @@
 #include "policies/cpp/features.hh"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ccgym {
 
@@ -49,12 +50,17 @@ void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_m
   have_sample_ = true;
 }
 
+double log_scaled(double x, double unit, double top) {
+  return std::log1p(std::max(0.0, x) / unit) / std::log1p(top / unit);
+}
+
 std::array<float, kObsDim> Features::observation(double window, int previous_action) const {
   std::array<float, kObsDim> obs{};
-  obs[0] = static_cast<float>(values_.delay_ewma_ms / kDelayScaleMs);
-  obs[1] = static_cast<float>(values_.delivery_rate_mbps / kRateScaleMbps);
-  obs[2] = static_cast<float>(values_.send_rate_mbps / kRateScaleMbps);
-  obs[3] = static_cast<float>(window / kWindowScale);
+  obs[0] = static_cast<float>(log_scaled(values_.delay_ewma_ms, kDelayUnitMs, kDelayTopMs));
+  obs[1] = static_cast<float>(
+      log_scaled(values_.delivery_rate_mbps, kRateUnitMbps, kRateTopMbps));
+  obs[2] = static_cast<float>(log_scaled(values_.send_rate_mbps, kRateUnitMbps, kRateTopMbps));
+  obs[3] = static_cast<float>(log_scaled(window, kWindowUnit, kMaxWindow));
   if (previous_action >= 0 && previous_action < kNumActions) obs[4 + previous_action] = 1.0f;
   return obs;
 }

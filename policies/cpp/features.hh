@@ -1,13 +1,20 @@
 // Indigo's state, computed on every ACK by the one implementation that the
 // simulator, the Python environment and the C++ UDP sender all use.
 //
-// Observation (kObsDim floats), each scaled by a named constant so that typical
-// values fall near [0, 1] and the LSTM's inputs are of one order:
-//   0 EWMA of queueing delay (RTT - min RTT)   / kDelayScaleMs
-//   1 EWMA of delivery rate                    / kRateScaleMbps
-//   2 EWMA of sending rate                     / kRateScaleMbps
-//   3 current window (packets)                 / kWindowScale
+// Observation (kObsDim floats), each quantity x on a log scale,
+//   log_scaled(x, unit, top) = ln(1 + x / unit) / ln(1 + top / unit),
+// 0 at 0, 1 at `top`, and near ln(x) + const well above `unit`:
+//   0 EWMA of queueing delay (RTT - min RTT)   unit kDelayUnitMs,  top kDelayTopMs
+//   1 EWMA of delivery rate                    unit kRateUnitMbps, top kRateTopMbps
+//   2 EWMA of sending rate                     unit kRateUnitMbps, top kRateTopMbps
+//   3 current window (packets)                 unit kWindowUnit,   top kMaxWindow
 //   4..8 previous action, one-hot (kNumActions)
+// Why logarithms: a link with k times the rate or the RTT then shows the same shapes moved
+// by ln k, not stretched k-fold, so a policy carries beyond the rates and delays it trained
+// on; and ln(window) - ln(delivery rate) = ln(RTT) + const, a linear read of the RTT that a
+// linear scaling would hide in a quotient. (With linear scaling, a policy trained on 5-200
+// Mbit/s reached 48-61% utilization at 300 Mbit/s and let queues of 80% of the min RTT
+// build on 5 ms links; see the closing note of issue 3.)
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,15 +24,23 @@
 
 namespace ccgym {
 
-// Queueing delays of interest span 0..~1 s; 100 ms is a large but common queue.
-inline constexpr double kDelayScaleMs = 100;
-// Rates from below 1 to ~100 Mbit/s; scaled by the middle of the training grid.
-inline constexpr double kRateScaleMbps = 50;
-// Windows from 1 to thousands of packets; 100 is near the BDP of mid-grid links.
-inline constexpr double kWindowScale = 100;
+// Queueing delays below a millisecond hardly matter; 1 s is as long as a queue gets.
+inline constexpr double kDelayUnitMs = 1;
+inline constexpr double kDelayTopMs = 1000;
+// Rates from 100 kbit/s (a packet every 120 ms) to 1 Gbit/s.
+inline constexpr double kRateUnitMbps = 0.1;
+inline constexpr double kRateTopMbps = 1000;
+// Windows count whole packets, up to kMaxWindow.
+inline constexpr double kWindowUnit = 1;
+// Bumped whenever the observation's meaning changes: a policy trained on another version
+// would read it wrongly. 1 was the linear scaling.
+inline constexpr int kObservationVersion = 2;
 // Indigo's EWMA weight for a new sample.
 inline constexpr double kEwmaGain = 0.125;
 inline constexpr int kObsDim = 4 + kNumActions;
+
+// ln(1 + x / unit) / ln(1 + top / unit); negative x (none arise) counts as 0.
+double log_scaled(double x, double unit, double top);
 
 struct FeatureValues {
   double delay_ewma_ms = 0;

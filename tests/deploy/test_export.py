@@ -55,9 +55,12 @@ def test_graph_is_valid_and_elementary(exported: Path) -> None:
 
 def test_metadata(exported: Path) -> None:
     props = {p.key: p.value for p in onnx.load(str(exported)).metadata_props}
-    assert float(props["delay_scale_ms"]) == _core.DELAY_SCALE_MS
-    assert float(props["rate_scale_mbps"]) == _core.RATE_SCALE_MBPS
-    assert float(props["window_scale"]) == _core.WINDOW_SCALE
+    assert int(props["observation_version"]) == _core.OBSERVATION_VERSION
+    assert float(props["delay_unit_ms"]) == _core.DELAY_UNIT_MS
+    assert float(props["delay_top_ms"]) == _core.DELAY_TOP_MS
+    assert float(props["rate_unit_mbps"]) == _core.RATE_UNIT_MBPS
+    assert float(props["rate_top_mbps"]) == _core.RATE_TOP_MBPS
+    assert float(props["window_unit"]) == _core.WINDOW_UNIT
     assert float(props["step_ms"]) == _core.STEP_MS
     assert int(props["hidden_size"]) == HIDDEN
     assert int(props["obs_dim"]) == _core.OBS_DIM

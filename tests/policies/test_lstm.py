@@ -105,6 +105,16 @@ def test_load_rejects_other_files(tmp_path) -> None:
         LstmPolicy.load(path)
 
 
+def test_load_rejects_a_policy_trained_on_another_observation(policy: LstmPolicy,
+                                                               tmp_path) -> None:
+    data = policy.to_file_dict()
+    del data["observation_version"]  # as files written before the version was recorded
+    path = tmp_path / "old.pt"
+    torch.save(data, path)
+    with pytest.raises(ValueError, match="trained on observation version 1"):
+        LstmPolicy.load(path)
+
+
 def test_act_rejects_wrong_shapes(policy: LstmPolicy) -> None:
     with pytest.raises(ValueError, match="obs must be"):
         policy.act(np.zeros((2, _core.OBS_DIM + 1), np.float32), None)
