@@ -1,4 +1,5 @@
-"""The contest's leaderboard as a text table: one group per link, best score first.
+"""The contest's leaderboard as a text table: one group per link, best score first; and
+over several links, a summary of each scheme's means.
 
 A row is a dict with `link`, `scheme` and the keys of Metrics.to_dict()
 (throughput_mbps, delay_p95_ms, e2e_delay_p95_ms, score, utilization, loss,
@@ -122,3 +123,56 @@ def format_leaderboard(rows: Sequence[Row]) -> str:
         rule = "-" * max(len(line) for line in rendered)
         blocks.append("\n".join([f"link: {link}", rendered[0], rule] + rendered[1:]))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+SUMMARY_HEADER = ["scheme", "links", "mean score", "gap to bound", "util %", "e2e p95 ms",
+                  "best on"]
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def format_summary(rows: Sequence[Row]) -> str:
+    """Each scheme's means over the links (score, gap to the omniscient bound's score,
+    utilization, e2e p95 delay) and on how many links it scored best, best mean score
+    first; the bound on top. Empty when there is only one link."""
+    links = {str(row["link"]) for row in rows}
+    if len(links) < 2:
+        return ""
+    bound = {str(r["link"]): _number(r.get("score")) for r in rows
+             if str(r["scheme"]).lower() == OMNISCIENT}
+    by_scheme: dict[str, list[Row]] = {}
+    for row in rows:
+        by_scheme.setdefault(str(row["scheme"]), []).append(row)
+    best_on: dict[str, int] = {}
+    for link in links:
+        ranked = sorted((r for r in rows if str(r["link"]) == link
+                         and str(r["scheme"]).lower() != OMNISCIENT), key=_sort_key)
+        if ranked and _number(ranked[0].get("score")) is not None:
+            best_on[str(ranked[0]["scheme"])] = best_on.get(str(ranked[0]["scheme"]), 0) + 1
+
+    def line(scheme: str, group: list[Row]) -> tuple[float | None, list[str]]:
+        scores = [_number(r.get("score")) for r in group]
+        gaps = [None if bound.get(str(r["link"])) is None or score is None
+                else bound[str(r["link"])] - score for r, score in zip(group, scores)]
+        mean_score = _mean(scores)
+        is_bound = scheme.lower() == OMNISCIENT
+        cells = [scheme, str(len(group)), _fixed(2)(mean_score),
+                 MISSING if is_bound else _fixed(2)(_mean(gaps)),
+                 _fixed(1, PERCENT)(_mean([_number(r.get("utilization")) for r in group])),
+                 _fixed(1)(_mean([_number(r.get("e2e_delay_p95_ms")) for r in group])),
+                 MISSING if is_bound else str(best_on.get(scheme, 0))]
+        return mean_score, cells
+
+    lines = {scheme: line(scheme, group) for scheme, group in by_scheme.items()}
+    pinned = [cells for scheme, (_, cells) in lines.items() if scheme.lower() == OMNISCIENT]
+    ranked = sorted(((m, cells) for scheme, (m, cells) in lines.items()
+                     if scheme.lower() != OMNISCIENT),
+                    key=lambda item: (item[0] is None, -(item[0] or 0.0)))
+    table = [SUMMARY_HEADER] + pinned + [cells for _, cells in ranked]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(SUMMARY_HEADER))]
+    rendered = _render(table, widths)
+    rule = "-" * max(len(text) for text in rendered)
+    return "\n".join([f"summary over {len(links)} links", rendered[0], rule] + rendered[1:]) + "\n"

@@ -48,12 +48,16 @@ def test_staggered_flows_report_each_flow(tmp_path: Path) -> None:
     assert 0.5 <= cubic["jain_index"] <= 1
 
 
-def test_a_link_set_is_grouped_by_link(tmp_path: Path) -> None:
+def test_a_link_set_is_grouped_by_link_and_summarized(tmp_path: Path, capsys) -> None:
     rows = eval_json(tmp_path, "--links", "pantheon-calibrated", "--schemes", "fixed:20",
                      "--duration-s", "1")
     links = [r["link"] for r in rows]
     assert len(set(links)) == 6 and len(rows) == 12
     assert all(rows[i]["scheme"] == "omniscient" for i in range(0, 12, 2))
+    summary = capsys.readouterr().out.split("summary over 6 links\n")[1]
+    fixed = next(line for line in summary.splitlines() if line.startswith("fixed:20"))
+    mean = sum(r["score"] for r in rows if r["scheme"] == "fixed:20") / 6
+    assert fixed.split()[1:3] == ["6", f"{mean:.2f}"]
 
 
 @pytest.mark.parametrize("spec, message", [

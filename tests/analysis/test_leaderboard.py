@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.analysis.leaderboard import format_leaderboard, format_summary
 
 
 def row(link: str, scheme: str, score, **extra) -> dict:
@@ -83,3 +83,29 @@ def test_columns_line_up_across_links():
 
 def test_no_rows():
     assert format_leaderboard([]) == ""
+
+
+def summary_cells(text: str) -> dict[str, list[str]]:
+    body = text.splitlines()[3:]  # after the title, the header and the rule
+    return {line.split()[0]: line.split()[1:] for line in body}
+
+
+def test_summary_means_gaps_and_wins_over_links():
+    rows = [row("a", "omniscient", -1.0, utilization=1.0), row("a", "x", -2.0, utilization=0.9),
+            row("a", "y", -3.0, utilization=0.5),
+            row("b", "omniscient", 0.0, utilization=1.0), row("b", "x", -1.0, utilization=0.7),
+            row("b", "y", -0.5, utilization=0.9)]
+    text = format_summary(rows)
+    assert text.startswith("summary over 2 links\n")
+    cells = summary_cells(text)
+    assert list(cells) == ["omniscient", "x", "y"]  # the bound on top, then best mean first
+    # links, mean score, gap to bound, util %, e2e p95 ms, best on
+    assert cells["x"] == ["2", "-1.50", "1.00", "80.0", "100.0", "1"]
+    assert cells["y"] == ["2", "-1.75", "1.25", "70.0", "100.0", "1"]
+    assert cells["omniscient"][2] == "-" and cells["omniscient"][5] == "-"
+
+
+def test_summary_skips_missing_scores_and_needs_two_links():
+    rows = [row("a", "x", -2.0), row("b", "x", float("nan"))]
+    assert summary_cells(format_summary(rows))["x"][:3] == ["2", "-2.00", "-"]
+    assert format_summary([row("a", "x", -2.0), row("a", "y", -1.0)]) == ""
