@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.evaluate import evaluate
-from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.analysis.leaderboard import format_leaderboard, format_summary
 from ccgym.emulators import _core
 from ccgym.emulators.links import data_dir, resolve_links
 
@@ -97,6 +97,7 @@ def main() -> None:
                            progress=False)
         print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         print(format_leaderboard(rows), file=sys.stderr)
+        print(format_summary(rows), file=sys.stderr)
         spec_of = {link.name: link.spec for link in links}
         result["groups"][group] = group_summary(rows, policy, spec_of, group in CONSTANT_GROUPS)
     print(json.dumps(result, indent=2))
