@@ -10,7 +10,7 @@ Evaluates lstm:RUN, the oracle and every baseline on each link group:
 and on every group, a better mean score than every baseline. Leaderboards go to
 stderr; one JSON object to stdout.
 
-  python benchmarks/bench_quality.py --policy runs/NAME [--duration-s 30] [--groups ...]
+  python benchmarks/bench_quality.py --policy runs/NAME [--duration-s 30|0] [--groups ...]
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", required=True, help="a run folder (lstm:RUN is evaluated)")
     parser.add_argument("--duration-s", type=float, default=30.0,
-                        help="run length (default 30 s; traces are cut to it)")
+                        help="run length (default 30 s; traces are cut to it; 0: each link's "
+                             "own length, as `ccgym eval` runs it: a trace once)")
     parser.add_argument("--groups", default="held-out-grid,cellular-generated,cellular-real")
     args = parser.parse_args()
 
@@ -93,8 +94,8 @@ def main() -> None:
             continue
         links = resolve_links(None, group)
         start = time.perf_counter()
-        rows, _ = evaluate(links, [policy, "oracle", *BASELINES], duration_s=args.duration_s,
-                           progress=False)
+        rows, _ = evaluate(links, [policy, "oracle", *BASELINES],
+                           duration_s=args.duration_s or None, progress=False)
         print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         print(format_leaderboard(rows), file=sys.stderr)
         print(format_summary(rows), file=sys.stderr)
