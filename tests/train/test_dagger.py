@@ -215,3 +215,18 @@ def test_ray_rollouts(tmp_path: Path) -> None:
             ray.shutdown()
     assert running == was_running
     assert state.iteration == 1 and state.dataset_size == 8 * 100
+
+
+def test_final_leaderboard_has_each_link_and_a_summary(tmp_path: Path) -> None:
+    config_path = tiny_toml(
+        tmp_path, run={"iterations": 1},
+        links={"validation": [*VALIDATION_LINKS, "name=other,rate_mbps=6,delay_ms=30"]},
+        eval={"leaderboard": True, "baselines": ["vegas"], "final_duration_s": 1.0})
+    out = tmp_path / "runs"
+    assert main(["train", str(config_path), "--out", str(out), "--no-progress"]) == 0
+    [run_dir] = out.iterdir()
+    text = (run_dir / "leaderboard.txt").read_text()
+    assert "link: held-out" in text and "link: other" in text
+    summary = text.split("summary over 2 links\n")[1]
+    assert [line.split()[0] for line in summary.splitlines()[2:]][0] == "omniscient"
+    assert any(line.startswith("vegas ") for line in summary.splitlines())
