@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.evaluate import evaluate
-    from ccgym.analysis.leaderboard import format_leaderboard, format_summary
+    from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.emulators.links import resolve_links
 
     if args.runs < 1 or args.flows < 1:
@@ -66,9 +66,6 @@ def run(args: argparse.Namespace) -> int:
                           duration_s=args.duration_s, flows=args.flows,
                           interval_s=args.interval_s, progress=not args.no_progress)
     print(format_leaderboard(rows))
-    summary = format_summary(rows)
-    if summary:
-        print(summary)
     write_outputs(rows, runs, args.json, args.plots)
     return 0
 

@@ -1,5 +1,5 @@
-"""The contest's leaderboard as a text table: one group per link, best score first; and
-over several links, a summary of each scheme's means.
+"""The contest's leaderboard as a text table: one group per link, best score first, and
+over several links a summary of each scheme's means.
 
 A row is a dict with `link`, `scheme` and the keys of Metrics.to_dict()
 (throughput_mbps, delay_p95_ms, e2e_delay_p95_ms, score, utilization, loss,
@@ -108,7 +108,8 @@ def _render(table: list[list[str]], widths: list[int]) -> list[str]:
 
 def format_leaderboard(rows: Sequence[Row]) -> str:
     """The leaderboard text: per link (in order of first appearance), the omniscient
-    row on top, then schemes by score, best first, with per-flow sub-rows."""
+    row on top, then schemes by score, best first, with per-flow sub-rows; over several
+    links, the summary (format_summary) last."""
     links: dict[str, list[Row]] = {}
     for row in rows:
         links.setdefault(str(row["link"]), []).append(row)
@@ -122,6 +123,9 @@ def format_leaderboard(rows: Sequence[Row]) -> str:
         rendered = _render(table, widths)
         rule = "-" * max(len(line) for line in rendered)
         blocks.append("\n".join([f"link: {link}", rendered[0], rule] + rendered[1:]))
+    summary = format_summary(rows)
+    if summary:
+        blocks.append(summary.rstrip("\n"))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 

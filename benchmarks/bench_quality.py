@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.evaluate import evaluate
-from ccgym.analysis.leaderboard import format_leaderboard, format_summary
+from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
 from ccgym.emulators.links import data_dir, resolve_links
 
@@ -68,8 +68,9 @@ def group_summary(rows: list[dict[str, Any]], policy: str, spec_of: dict[str, st
         summary["policy_queue_over_min_rtt"] = float(np.mean(ratios))
         summary["policy_queue_over_min_rtt_median"] = float(np.median(ratios))
         # The oracle (each link's BDP window) for reference: what the goals leave room for.
-        summary["oracle_utilization"] = float(np.mean([r["utilization"] for r in by_scheme["oracle"]]))
-        summary["oracle_queue_over_min_rtt"] = float(np.mean(queue_over_min_rtt(by_scheme["oracle"], spec_of)))
+        oracle = by_scheme["oracle"]
+        summary["oracle_utilization"] = float(np.mean([r["utilization"] for r in oracle]))
+        summary["oracle_queue_over_min_rtt"] = float(np.mean(queue_over_min_rtt(oracle, spec_of)))
         summary["meets_utilization_goal"] = summary["policy_utilization"] >= UTILIZATION_GOAL
         summary["meets_queue_goal"] = summary["policy_queue_over_min_rtt"] <= QUEUE_GOAL
     else:
@@ -98,7 +99,6 @@ def main() -> None:
                            duration_s=args.duration_s or None, progress=False)
         print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         print(format_leaderboard(rows), file=sys.stderr)
-        print(format_summary(rows), file=sys.stderr)
         spec_of = {link.name: link.spec for link in links}
         result["groups"][group] = group_summary(rows, policy, spec_of, group in CONSTANT_GROUPS)
     print(json.dumps(result, indent=2))

@@ -90,7 +90,7 @@ def write_config(run_dir: Path, config: Any) -> None:
 def leaderboard(config: Any, run_dir: Path, progress: bool) -> str:
     """The trained policy beside the baselines and the oracle on the validation links."""
     from ccgym.analysis.evaluate import evaluate, validate_schemes
-    from ccgym.analysis.leaderboard import format_leaderboard, format_summary
+    from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.train.config import resolve_validation_links
 
     links, _ = resolve_validation_links(config)
@@ -105,8 +105,7 @@ def leaderboard(config: Any, run_dir: Path, progress: bool) -> str:
     duration_s = config.eval.final_duration_s or None
     rows, _ = evaluate(links, schemes, runs=config.eval.runs, seed=config.run.seed,
                        duration_s=duration_s, progress=progress)
-    summary = format_summary(rows)
-    return format_leaderboard(rows) + (f"\n{summary}" if summary else "")
+    return format_leaderboard(rows)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -77,8 +77,11 @@ def test_per_flow_sub_rows():
 
 def test_columns_line_up_across_links():
     text = format_leaderboard([row("a", "x", -1.0), row("b", "a-much-longer-name", -2.0)])
-    headers = [line for line in text.splitlines() if line.startswith("scheme")]
+    per_link, summary = text.split("summary over 2 links\n")
+    headers = [line for line in per_link.splitlines() if line.startswith("scheme")]
     assert len(headers) == 2 and headers[0] == headers[1]
+    assert summary == format_summary([row("a", "x", -1.0),
+                                      row("b", "a-much-longer-name", -2.0)]).split("links\n")[1]
 
 
 def test_no_rows():
