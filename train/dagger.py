@@ -566,7 +566,7 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             say(f"{len(train_links)} training links, {len(validation_links)} validation links")
             state.reference = reference_scores(config, validation_links, say)
         with sigterm_as_interrupt(), RolloutPool(config.run.workers,
-                                                  config.run.ray_address) as pool:
+                                                 config.run.ray_address) as pool:
             while state.iteration < config.run.iterations and not state.stopped_early:
                 _iteration(config, state, pool, train_specs, validation_links, writer,
                            checkpoint_path, run_dir / POLICY_FILE, progress, say)
