@@ -24,6 +24,22 @@ def test_packaged_configs_load(name: str) -> None:
     assert config.run.iterations >= 1
 
 
+@pytest.mark.parametrize("name", ["quick", "indigo", "cellular", "mixed"])
+def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("CCGYM_DATA", str(tmp_path))  # an empty data folder
+    config = load_packaged_config(name)
+    train = resolve_link_entries(config.links.train, "train")
+    assert train and all(link.spec for link in train)
+
+
+def test_cellular_config_trains_on_generated_cellular_and_poisson_links() -> None:
+    config = load_packaged_config("cellular")
+    names = [link.name for link in resolve_link_entries(config.links.train, "train")]
+    assert len(names) == 12
+    assert sum("poisson" in name for name in names) == 4
+
+
 def test_quick_config_links_resolve_without_data() -> None:
     config = load_packaged_config("quick")
     train = resolve_link_entries(config.links.train, "train")
