@@ -265,18 +265,18 @@ def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]
 
 def _trace_schedule_scores(ideal: TraceIdealWindow, link_spec: str, margins: Sequence[float],
                            seed: int, duration_ms: float) -> list[float]:
-    schedules = [_table_schedule(_window_table(ideal.with_margin(m), duration_ms))
-                 for m in margins]
+    schedules = [stepped_schedule(ideal.with_margin(m), duration_ms) for m in margins]
     return schedule_scores(link_spec, schedules, seed, duration_ms)
 
 
-def _window_table(ideal: TraceIdealWindow, duration_ms: float) -> np.ndarray:
-    # The window at each step is precomputed in numpy: the stepping loop then only sets it.
+def stepped_schedule(ideal: TraceIdealWindow, duration_ms: float) -> Callable[[float], float]:
+    """The ideal's window as a schedule for `schedule_scores`, read from a table made once.
+
+    The window at each step is precomputed in numpy: the stepping loop then only reads it.
+    """
     steps = math.ceil(duration_ms / _core.STEP_MS)
-    return ideal.windows(np.arange(steps) * _core.STEP_MS)
+    table = ideal.windows(np.arange(steps) * _core.STEP_MS)
 
-
-def _table_schedule(table: np.ndarray) -> Callable[[float], float]:
     def schedule(now_ms: float) -> float:
         return float(table[int(round(now_ms / _core.STEP_MS))])
     return schedule
@@ -355,7 +355,7 @@ def best_trace_window(link_spec: str, seed: int = 1,
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
     by_lookback = [ideal.with_lookback(lookback) for lookback in LOOKBACKS]
-    scores = schedule_scores(link_spec, [_table_schedule(_window_table(candidate, duration))
+    scores = schedule_scores(link_spec, [stepped_schedule(candidate, duration)
                                          for candidate in by_lookback], seed, duration)
     best = max(range(len(LOOKBACKS)), key=lambda i: (_rank(scores[i]), -i))
     ideal = by_lookback[best]

@@ -1,0 +1,97 @@
+"""How close to the omniscient bound can a sender get that only knows the link's past?
+
+The trace oracle's window is margin x the delivery opportunities of one min RTT, counted
+from `lookback` x minRTT behind now (oracle/ideal.py). With lookback 1 it counts only the
+RTT that has passed: what a sender could at best have measured, since it sees no more
+than the link delivered, and less when its window held it back. Its score gap to the
+bound is then a rough floor for any causal scheme, a learned policy included; lookbacks
+below 1 look ahead and are out of a real sender's reach.
+
+For each trace link of a group, each lookback and each margin, the schedule is run over
+the whole trace (as `ccgym eval` does). Printed per lookback: the mean gap at the one
+margin best for the whole group (a fixed rule) and at each link's own best margin
+(knowing the link in advance). A table to stdout; --json OUT writes the figures.
+
+  python benchmarks/bench_causal_oracle.py [--links cellular-real] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from ccgym.analysis.evaluate import omniscient_runs
+from ccgym.emulators import _core
+from ccgym.emulators.links import resolve_links
+from ccgym.errors import UserError
+from ccgym.oracle.ideal import (TraceIdealWindow, default_duration_ms, schedule_scores,
+                                stepped_schedule)
+
+LOOKBACKS = (0.0, 0.5, 1.0)
+MARGINS = (0.8, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0)
+SEED = 1
+
+
+def gaps_of_link(spec: str, bound: float) -> np.ndarray:
+    """gap[lookback index, margin index] of the counted window on one link."""
+    duration = default_duration_ms(spec)
+    ideal = TraceIdealWindow.for_link(spec, seed=SEED)
+    schedules = [stepped_schedule(ideal.with_lookback(lb).with_margin(m), duration)
+                 for lb in LOOKBACKS for m in MARGINS]
+    scores = schedule_scores(spec, schedules, SEED, duration)
+    return bound - np.asarray(scores).reshape(len(LOOKBACKS), len(MARGINS))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--links", default="cellular-real",
+                        help="a link set of trace links (default: cellular-real, which "
+                             "needs the shared data; cellular-generated does not)")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    try:
+        links = resolve_links(None, args.links)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    not_traces = [link.name for link in links if not _core.parse_link_spec(link.spec).data_trace]
+    if not_traces:
+        print(f"error: --links {args.links}: not trace links: {', '.join(not_traces)}",
+              file=sys.stderr)
+        return 2
+
+    started = time.perf_counter()
+    per_link = {}
+    for link in tqdm(links, desc="links", unit="link", file=sys.stderr):
+        duration = default_duration_ms(link.spec)
+        bound = omniscient_runs(link, [SEED], duration)[0].to_dict()["score"]
+        per_link[link.name] = gaps_of_link(link.spec, bound)
+    gaps = np.stack(list(per_link.values()))  # link x lookback x margin
+
+    print(f"{len(links)} links of {args.links}, each over its whole trace "
+          f"({time.perf_counter() - started:.0f} s)")
+    print(f"{'lookback':>8}  {'group margin':>12}  {'mean gap':>8}  {'per-link margins: mean gap':>26}")
+    rows = []
+    for i, lookback in enumerate(LOOKBACKS):
+        group_mean = gaps[:, i, :].mean(axis=0)
+        best = int(np.argmin(group_mean))
+        own = float(gaps[:, i, :].min(axis=1).mean())
+        rows.append({"lookback": lookback, "group_margin": MARGINS[best],
+                     "mean_gap": float(group_mean[best]), "mean_gap_own_margins": own})
+        print(f"{lookback:>8.2f}  {MARGINS[best]:>12.2f}  {group_mean[best]:>8.3f}  {own:>26.3f}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"links": args.links, "margins": list(MARGINS), "by_lookback": rows,
+                       "gaps": {name: g.tolist() for name, g in per_link.items()}}, out,
+                      indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
