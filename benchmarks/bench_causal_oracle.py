@@ -10,9 +10,9 @@ below 1 look ahead and are out of a real sender's reach.
 For each trace link of a group, each lookback and each margin, the schedule is run over
 the whole trace (as `ccgym eval` does). Printed per lookback: the mean gap at the one
 margin best for the whole group (a fixed rule) and at each link's own best margin
-(knowing the link in advance). A table to stdout; --json OUT writes the figures.
+(knowing the link in advance). A table to stderr; one JSON object to stdout.
 
-  python benchmarks/bench_causal_oracle.py [--links cellular-real] [--json OUT]
+  python benchmarks/bench_causal_oracle.py [--links cellular-real]
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", default="cellular-real",
                         help="a link set of trace links (default: cellular-real, which "
                              "needs the shared data; cellular-generated does not)")
-    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
     args = parser.parse_args(argv)
     try:
         links = resolve_links(None, args.links)
@@ -74,9 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         per_link[link.name] = gaps_of_link(link.spec, bound)
     gaps = np.stack(list(per_link.values()))  # link x lookback x margin
 
-    print(f"{len(links)} links of {args.links}, each over its whole trace "
-          f"({time.perf_counter() - started:.0f} s)")
-    print(f"{'lookback':>8}  {'group margin':>12}  {'mean gap':>8}  {'per-link margins: mean gap':>26}")
+    seconds = time.perf_counter() - started
+    print(f"{len(links)} links of {args.links}, each over its whole trace ({seconds:.0f} s)",
+          file=sys.stderr)
+    print(f"{'lookback':>8}  {'group margin':>12}  {'mean gap':>8}  "
+          f"{'per-link margins: mean gap':>26}", file=sys.stderr)
     rows = []
     for i, lookback in enumerate(LOOKBACKS):
         group_mean = gaps[:, i, :].mean(axis=0)
@@ -84,12 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         own = float(gaps[:, i, :].min(axis=1).mean())
         rows.append({"lookback": lookback, "group_margin": MARGINS[best],
                      "mean_gap": float(group_mean[best]), "mean_gap_own_margins": own})
-        print(f"{lookback:>8.2f}  {MARGINS[best]:>12.2f}  {group_mean[best]:>8.3f}  {own:>26.3f}")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"links": args.links, "margins": list(MARGINS), "by_lookback": rows,
-                       "gaps": {name: g.tolist() for name, g in per_link.items()}}, out,
-                      indent=2)
+        print(f"{lookback:>8.2f}  {MARGINS[best]:>12.2f}  {group_mean[best]:>8.3f}  "
+              f"{own:>26.3f}", file=sys.stderr)
+    json.dump({"links": args.links, "seconds": seconds, "margins": list(MARGINS),
+               "by_lookback": rows,
+               "gap_by_link": {name: g.tolist() for name, g in per_link.items()}},
+              sys.stdout, indent=2)
+    print()
     return 0
 
 
