@@ -37,9 +37,8 @@ MARGINS = (0.8, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0)
 SEED = 1
 
 
-def gaps_of_link(spec: str, bound: float) -> np.ndarray:
+def gaps_of_link(spec: str, bound: float, duration: float) -> np.ndarray:
     """gap[lookback index, margin index] of the counted window on one link."""
-    duration = default_duration_ms(spec)
     ideal = TraceIdealWindow.for_link(spec, seed=SEED)
     schedules = [stepped_schedule(ideal.with_lookback(lb).with_margin(m), duration)
                  for lb in LOOKBACKS for m in MARGINS]
@@ -69,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     per_link = {}
     for link in tqdm(links, desc="links", unit="link", file=sys.stderr):
         duration = default_duration_ms(link.spec)
-        bound = omniscient_runs(link, [SEED], duration)[0].to_dict()["score"]
-        per_link[link.name] = gaps_of_link(link.spec, bound)
+        bound = omniscient_runs(link, [SEED], duration)[0].score
+        per_link[link.name] = gaps_of_link(link.spec, bound, duration)
     gaps = np.stack(list(per_link.values()))  # link x lookback x margin
 
     seconds = time.perf_counter() - started
