@@ -16,7 +16,7 @@ from ccgym.emulators import generate
 SHARED_DATA = Path(os.environ.get("CCGYM_DATA")
                    or Path(__file__).resolve().parents[3] / "shared" / "data")
 PACKAGED_COUNTS = {"cellular-generated": 8, "cellular-real": 7, "held-out-grid": 35, "indigo-synthetic": 24,
-                   "pantheon-calibrated": 6, "pantheon-pathological": 12, "poisson-generated": 4}
+                   "pantheon-calibrated": 6, "pantheon-pathological": 12, "poisson-generated": 8}
 
 
 @pytest.fixture(autouse=True)

@@ -35,8 +35,8 @@ def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Pat
 def test_cellular_config_trains_on_generated_cellular_and_poisson_links() -> None:
     config = load_packaged_config("cellular")
     names = [link.name for link in resolve_link_entries(config.links.train, "train")]
-    assert len(names) == 12
-    assert sum("poisson" in name for name in names) == 4
+    assert len(names) == 16
+    assert sum("poisson" in name for name in names) == 8
 
 
 def test_quick_config_links_resolve_without_data() -> None:
