@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -11,20 +12,26 @@ from ccgym.train.config import (TrainConfig, load_config, load_packaged_config, 
                                 resolve_link_entries, resolve_validation_links, to_toml)
 
 
+# Every training config shipped in configs/train, so that a new one is checked too.
+PACKAGED_CONFIGS = sorted(entry.name.removesuffix(".toml")
+                          for entry in (resources.files("ccgym.configs") / "train").iterdir()
+                          if entry.name.endswith(".toml"))
+
+
 def write(tmp_path: Path, text: str, name: str = "train.toml") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
 
 
-@pytest.mark.parametrize("name", ["quick", "indigo", "cellular", "mixed"])
+@pytest.mark.parametrize("name", PACKAGED_CONFIGS)
 def test_packaged_configs_load(name: str) -> None:
     config = load_packaged_config(name)
     assert config.run.name == name
     assert config.run.iterations >= 1
 
 
-@pytest.mark.parametrize("name", ["quick", "indigo", "cellular", "mixed"])
+@pytest.mark.parametrize("name", PACKAGED_CONFIGS)
 def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Path,
                                                         monkeypatch) -> None:
     monkeypatch.setenv("CCGYM_DATA", str(tmp_path))  # an empty data folder
@@ -39,7 +46,7 @@ def test_cellular_config_trains_on_generated_cellular_and_poisson_links() -> Non
     assert sum("poisson" in name for name in names) == 8
 
 
-def test_quick_config_links_resolve_without_data() -> None:
+def test_quick_config_validates_on_links_it_does_not_train_on() -> None:
     config = load_packaged_config("quick")
     train = resolve_link_entries(config.links.train, "train")
     validation, note = resolve_validation_links(config)
