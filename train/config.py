@@ -12,7 +12,7 @@ reads it back from there.
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
                  holdout_fraction
-    [optimizer]  lr, weight_decay, grad_clip
+    [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
 
 Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
@@ -115,6 +115,9 @@ class OptimizerSection:
     weight_decay: float = 0.0
     # Gradient norm clip per step; 0 turns it off. LSTMs on long sequences need it.
     grad_clip: float = 1.0
+    # Iteration k trains at lr x lr_decay^(k-1). Every iteration retrains on the whole
+    # aggregated dataset; a smaller late step keeps one iteration from undoing the last.
+    lr_decay: float = 1.0
 
 
 @dataclass
@@ -292,6 +295,8 @@ def validate(config: TrainConfig, source: str) -> None:
                        ("dagger.class_weight_power", dagger.class_weight_power)):
         if not 0.0 <= value <= 1.0:
             raise bad(key, f"must be in [0, 1], got {value}")
+    if not 0.0 < opt.lr_decay <= 1.0:
+        raise bad("optimizer.lr_decay", f"must be in (0, 1], got {opt.lr_decay}")
     if not 0.0 <= dagger.holdout_fraction < 1.0:
         raise bad("dagger.holdout_fraction", f"must be in [0, 1), got {dagger.holdout_fraction}")
     for key, value in (("dagger.min_delta", dagger.min_delta),

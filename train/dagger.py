@@ -437,6 +437,16 @@ def new_state(config: TrainConfig) -> DaggerState:
     return DaggerState(0, policy, optimizer)
 
 
+def learning_rate(config: TrainConfig, iteration: int) -> float:
+    """The step size of a (1-based) iteration: lr x lr_decay^(iteration - 1)."""
+    return config.optimizer.lr * config.optimizer.lr_decay ** (iteration - 1)
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
 def make_optimizer(policy: LstmPolicy, config: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(policy.parameters(), lr=config.optimizer.lr,
                              weight_decay=config.optimizer.weight_decay)
@@ -619,6 +629,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
         state.holdout_episodes.extend(new_holdout)
 
         bar.set_postfix_str("training")
+        set_learning_rate(state.optimizer, learning_rate(config, k))
         weights = class_weights(state.train_episodes, state.policy.num_actions,
                                 d.class_weight_power) if d.class_weight_power > 0 else None
         loss = train_epochs(
@@ -653,6 +664,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
                           "balanced_agreement": balanced, "score": score, "beta": beta})
 
     writer.add_scalar("losses/loss", loss, k)
+    writer.add_scalar("losses/learning_rate", learning_rate(config, k), k)
     writer.add_scalar("dagger/expert_agreement", held, k)
     writer.add_scalar("dagger/balanced_agreement", balanced, k)
     if not math.isnan(rollout_agreement):

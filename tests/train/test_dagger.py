@@ -151,7 +151,9 @@ def tiny_toml(tmp_path: Path, **sections: dict[str, Any]) -> Path:
 
 def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture) -> None:
-    config_path = tiny_toml(tmp_path, dagger={"epochs": 2})
+    # The learning rate halves each iteration: the resumed iteration must pick up the third.
+    sections = {"dagger": {"epochs": 2}, "optimizer": {"lr": 0.01, "lr_decay": 0.5}}
+    config_path = tiny_toml(tmp_path, **sections)
     out = tmp_path / "runs"
     common = ["--out", str(out), "--no-progress", "--no-leaderboard"]
     # A run "killed" after iteration 2: its config says 2 iterations.
@@ -173,7 +175,8 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     assert resumed.dataset_size == 3 * 8 * 300
 
     # The resumed run equals an uninterrupted one: all randomness derives from (seed, iteration).
-    straight = train(parse_config(tiny_doc(dagger={"epochs": 2})), tmp_path / "straight",
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
+    straight = train(parse_config(tiny_doc(**sections)), tmp_path / "straight",
                      progress=False, say=quiet)
     for pa, pb in zip(resumed.policy.state_dict().values(),
                       straight.policy.state_dict().values()):
@@ -185,6 +188,8 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     events = EventAccumulator(str(run_dir))
     events.Reload()
     assert [e.step for e in events.Scalars("losses/loss")] == [1, 2, 3]
+    rates = [e.value for e in events.Scalars("losses/learning_rate")]
+    assert rates == pytest.approx([0.01, 0.005, 0.0025])
 
 
 def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
