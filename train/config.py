@@ -12,7 +12,7 @@ reads it back from there.
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
                  holdout_fraction
-    [optimizer]  lr, weight_decay, grad_clip, lr_decay, weight_average
+    [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
 
 Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
@@ -118,11 +118,6 @@ class OptimizerSection:
     # Iteration k trains at lr x lr_decay^(k-1). Every iteration retrains on the whole
     # aggregated dataset; a smaller late step keeps one iteration from undoing the last.
     lr_decay: float = 1.0
-    # The policy that rolls out, is validated and is kept is an average of the trained
-    # weights over iterations: avg <- weight_average x avg + (1 - weight_average) x trained.
-    # 0 keeps the trained weights; 0.5 weighs the last few iterations, damping the swings
-    # of retraining on a changed dataset.
-    weight_average: float = 0.0
 
 
 @dataclass
@@ -302,8 +297,6 @@ def validate(config: TrainConfig, source: str) -> None:
             raise bad(key, f"must be in [0, 1], got {value}")
     if not 0.0 < opt.lr_decay <= 1.0:
         raise bad("optimizer.lr_decay", f"must be in (0, 1], got {opt.lr_decay}")
-    if not 0.0 <= opt.weight_average < 1.0:
-        raise bad("optimizer.weight_average", f"must be in [0, 1), got {opt.weight_average}")
     if not 0.0 <= dagger.holdout_fraction < 1.0:
         raise bad("dagger.holdout_fraction", f"must be in [0, 1), got {dagger.holdout_fraction}")
     for key, value in (("dagger.min_delta", dagger.min_delta),

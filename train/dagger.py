@@ -412,11 +412,8 @@ class DaggerState:
     """Everything a run needs to continue after its last finished iteration."""
 
     iteration: int  # last finished iteration (0: none)
-    policy: LstmPolicy  # the weights the optimizer trains
+    policy: LstmPolicy
     optimizer: torch.optim.Optimizer
-    # With [optimizer] weight_average > 0, the running average of the trained weights: the
-    # policy that acts (rollouts, agreement, validation, policy.pt).
-    averaged: LstmPolicy | None = None
     train_episodes: list[Episode] = field(default_factory=list)
     holdout_episodes: list[Episode] = field(default_factory=list)
     best_score: float = -math.inf
@@ -427,10 +424,6 @@ class DaggerState:
     reference: dict[str, float] = field(default_factory=dict)
     env_steps: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def acting_policy(self) -> LstmPolicy:
-        return self.averaged if self.averaged is not None else self.policy
 
     @property
     def dataset_size(self) -> int:
@@ -454,19 +447,6 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def update_average(state: DaggerState, weight_average: float) -> None:
-    """Folds the freshly trained weights into the running average (no-op when off)."""
-    if weight_average <= 0.0:
-        return
-    if state.averaged is None:
-        state.averaged = LstmPolicy.from_file_dict(state.policy.to_file_dict())
-        return
-    with torch.no_grad():
-        for avg, trained in zip(state.averaged.state_dict().values(),
-                                state.policy.state_dict().values()):
-            avg.mul_(weight_average).add_(trained, alpha=1.0 - weight_average)
-
-
 def make_optimizer(policy: LstmPolicy, config: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(policy.parameters(), lr=config.optimizer.lr,
                              weight_decay=config.optimizer.weight_decay)
@@ -486,7 +466,6 @@ def save_checkpoint(path: Path, state: DaggerState) -> None:
         "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
         "iteration": state.iteration,
         "model": state.policy.to_file_dict(),
-        "averaged": state.averaged.to_file_dict() if state.averaged is not None else None,
         "optimizer": state.optimizer.state_dict(),
         "dataset": {"train": _episodes_to_tensors(state.train_episodes),
                     "holdout": _episodes_to_tensors(state.holdout_episodes)},
@@ -519,11 +498,8 @@ def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
     optimizer.load_state_dict(data["optimizer"])
     torch.set_rng_state(data["rng"]["torch"])
     best = data["best"]
-    averaged = data.get("averaged")
     return DaggerState(
         iteration=int(data["iteration"]), policy=policy, optimizer=optimizer,
-        averaged=(LstmPolicy.from_file_dict(averaged, where=str(path))
-                  if averaged is not None else None),
         train_episodes=_episodes_from_tensors(data["dataset"]["train"]),
         holdout_episodes=_episodes_from_tensors(data["dataset"]["holdout"]),
         best_score=float(best["score"]), best_agreement=float(best["agreement"]),
@@ -634,7 +610,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     d, ev = config.dagger, config.eval
     k = state.iteration + 1
     beta = beta_for(k, d.beta0, d.beta_decay)
-    tasks = make_tasks(config, train_specs, k, state.acting_policy if k > 1 else None)
+    tasks = make_tasks(config, train_specs, k, state.policy if k > 1 else None)
     total = len(tasks) + d.epochs + 1
     with tqdm(total=total, desc=f"iteration {k}/{config.run.iterations}", unit="stage",
               disable=not progress, leave=False) as bar:
@@ -661,12 +637,10 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
             d.bptt_len, config.optimizer.grad_clip,
             np.random.default_rng([config.run.seed, k, SHUFFLE_STREAM]), weights,
             on_epoch=lambda value: (bar.update(), bar.set_postfix_str(f"loss={value:.4f}")))
-        update_average(state, config.optimizer.weight_average)
-        acting = state.acting_policy
-        held, balanced = agreement(acting, state.holdout_episodes or state.train_episodes)
+        held, balanced = agreement(state.policy, state.holdout_episodes or state.train_episodes)
 
         bar.set_postfix_str("validation")
-        rows = validate_policy(acting, validation_links, ev.duration_s * 1000.0,
+        rows = validate_policy(state.policy, validation_links, ev.duration_s * 1000.0,
                                ev.runs, config.run.seed)
         scores = summarize_rows(rows)
         bar.update()
@@ -682,7 +656,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     if score > state.best_score or not policy_path.is_file():
         state.best_score = max(score, state.best_score)
         state.best_iteration = k
-        acting.save(policy_path)
+        state.policy.save(policy_path)
     state.stale = 0 if improved else state.stale + 1
     if state.stale >= d.patience and k < config.run.iterations:
         state.stopped_early = True

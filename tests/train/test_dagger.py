@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from ccgym.cli import main
-from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
 from ccgym.train.dagger import (DaggerState, beta_for, load_checkpoint, make_tasks,
                                 run_rollout, save_checkpoint, train)
@@ -153,9 +152,7 @@ def tiny_toml(tmp_path: Path, **sections: dict[str, Any]) -> Path:
 def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture) -> None:
     # The learning rate halves each iteration: the resumed iteration must pick up the third.
-    # The weight average must carry over too.
-    sections = {"dagger": {"epochs": 2},
-                "optimizer": {"lr": 0.01, "lr_decay": 0.5, "weight_average": 0.5}}
+    sections = {"dagger": {"epochs": 2}, "optimizer": {"lr": 0.01, "lr_decay": 0.5}}
     config_path = tiny_toml(tmp_path, **sections)
     out = tmp_path / "runs"
     common = ["--out", str(out), "--no-progress", "--no-leaderboard"]
@@ -181,10 +178,9 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
     straight = train(parse_config(tiny_doc(**sections)), tmp_path / "straight",
                      progress=False, say=quiet)
-    assert resumed.averaged is not None and straight.averaged is not None
-    for a, b in ((resumed.policy, straight.policy), (resumed.averaged, straight.averaged)):
-        for pa, pb in zip(a.state_dict().values(), b.state_dict().values()):
-            torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+    for pa, pb in zip(resumed.policy.state_dict().values(),
+                      straight.policy.state_dict().values()):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
 
     # TensorBoard: each iteration's scalars appear once across the two event files.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -194,31 +190,6 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     assert [e.step for e in events.Scalars("losses/loss")] == [1, 2, 3]
     rates = [e.value for e in events.Scalars("losses/learning_rate")]
     assert rates == pytest.approx([0.01, 0.005, 0.0025])
-
-
-def test_weight_average_is_the_policy_that_acts(tmp_path: Path) -> None:
-    sections = {"dagger": {"epochs": 2}, "optimizer": {"weight_average": 0.5}}
-    one = train(tiny_config(run={"iterations": 1}, **sections), tmp_path / "one",
-                progress=False, say=quiet)
-    two = train(tiny_config(run={"iterations": 2}, **sections), tmp_path / "two",
-                progress=False, say=quiet)
-    assert one.averaged is not None and two.averaged is not None
-
-    def weights(policy: LstmPolicy) -> list[torch.Tensor]:
-        return list(policy.state_dict().values())
-
-    # Iteration 1 starts the average at its trained weights; iteration 2 (whose rollouts
-    # the average of iteration 1 ran) folds its own in at half weight.
-    for avg, trained in zip(weights(one.averaged), weights(one.policy)):
-        torch.testing.assert_close(avg, trained, rtol=0, atol=0)
-    for avg, w1, w2 in zip(weights(two.averaged), weights(one.policy), weights(two.policy)):
-        torch.testing.assert_close(avg, 0.5 * w1 + 0.5 * w2)
-        assert not torch.equal(w1, w2)
-    # policy.pt is the average of the best-validated iteration, not its trained weights.
-    kept = LstmPolicy.load(tmp_path / "two" / "policy.pt")
-    best = one.averaged if two.best_iteration == 1 else two.averaged
-    for a, b in zip(weights(kept), weights(best)):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
