@@ -8,6 +8,7 @@ validation links. Examples:
 
   ccgym train                                   # the packaged quick config (minutes, 2 cores)
   ccgym train configs/train/indigo.toml --iterations 20
+  for s in 1 2 3; do ccgym train configs/train/cellular.toml --seed $s; done   # seed spread
   ccgym train --resume runs/quick__1__20250101-120000    # continue a killed run
 """
 
@@ -34,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="run name (default: [run] name of the config)")
     parser.add_argument("--out", default="runs", metavar="DIR",
                         help="folder of run folders (default: runs)")
+    parser.add_argument("--seed", type=int, metavar="N",
+                        help="seed of the run's rollouts, splits and initial weights "
+                             "(overrides [run] seed; the run folder's name carries it)")
     parser.add_argument("--iterations", type=int, metavar="N",
                         help="total DAgger iterations (overrides [run] iterations)")
     parser.add_argument("--workers", type=int, metavar="N",
@@ -60,6 +64,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         changes["run.ray_address"] = args.ray_address
     if args.name is not None:
         changes["run.name"] = args.name
+    if args.seed is not None:
+        if args.seed < 0:
+            raise UserError("--seed must be 0 or more")
+        changes["run.seed"] = args.seed
     return changes
 
 
@@ -116,8 +124,8 @@ def run(args: argparse.Namespace) -> int:
         if args.config:
             raise UserError("give CONFIG.toml or --resume RUN_DIR, not both "
                             "(a resumed run uses its own config.toml)")
-        if args.name is not None:
-            raise UserError("--name cannot rename a resumed run")
+        if args.name is not None or args.seed is not None:
+            raise UserError("--name and --seed cannot change a resumed run")
         run_dir = Path(args.resume)
         if not (run_dir / CONFIG_FILE).is_file():
             raise UserError(f"--resume {run_dir}: not a run folder (no {CONFIG_FILE})")

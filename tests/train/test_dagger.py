@@ -202,6 +202,26 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["train", str(typo), "--out", str(tmp_path / "runs")]) == 2
     assert "[eval] baselines: 'cubc'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()  # no run folder was made
+    assert main(["train", str(typo), "--seed", "-1", "--out", str(tmp_path / "runs")]) == 2
+    assert "--seed must be 0 or more" in capsys.readouterr().err
+    assert main(["train", "--resume", str(tmp_path), "--seed", "2"]) == 2
+    assert "cannot change a resumed run" in capsys.readouterr().err
+
+
+def test_cli_seed_overrides_the_config(tmp_path: Path) -> None:
+    config_path = tiny_toml(tmp_path, run={"iterations": 1})
+    out = tmp_path / "runs"
+    for seed in (3, 5):  # the config's seed, then another
+        assert main(["train", str(config_path), "--seed", str(seed), "--out", str(out),
+                     "--no-progress", "--no-leaderboard"]) == 0
+    runs = {int(d.name.split("__")[1]): d for d in out.iterdir()}
+    assert sorted(runs) == [3, 5]
+    assert load_config(runs[5] / "config.toml").run.seed == 5
+    # A different seed is a different run: other rollouts, other weights.
+    first, second = (load_checkpoint(runs[s] / "checkpoint.pt",
+                                     load_config(runs[s] / "config.toml")) for s in (3, 5))
+    assert any(not torch.equal(a, b) for a, b in zip(first.policy.state_dict().values(),
+                                                     second.policy.state_dict().values()))
 
 
 def test_ray_rollouts(tmp_path: Path) -> None:
