@@ -610,6 +610,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
     d, ev = config.dagger, config.eval
     k = state.iteration + 1
     beta = beta_for(k, d.beta0, d.beta_decay)
+    lr = learning_rate(config, k)
     tasks = make_tasks(config, train_specs, k, state.policy if k > 1 else None)
     total = len(tasks) + d.epochs + 1
     with tqdm(total=total, desc=f"iteration {k}/{config.run.iterations}", unit="stage",
@@ -629,7 +630,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
         state.holdout_episodes.extend(new_holdout)
 
         bar.set_postfix_str("training")
-        set_learning_rate(state.optimizer, learning_rate(config, k))
+        set_learning_rate(state.optimizer, lr)
         weights = class_weights(state.train_episodes, state.policy.num_actions,
                                 d.class_weight_power) if d.class_weight_power > 0 else None
         loss = train_epochs(
@@ -664,7 +665,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
                           "balanced_agreement": balanced, "score": score, "beta": beta})
 
     writer.add_scalar("losses/loss", loss, k)
-    writer.add_scalar("losses/learning_rate", learning_rate(config, k), k)
+    writer.add_scalar("losses/learning_rate", lr, k)
     writer.add_scalar("dagger/expert_agreement", held, k)
     writer.add_scalar("dagger/balanced_agreement", balanced, k)
     if not math.isnan(rollout_agreement):

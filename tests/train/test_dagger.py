@@ -105,8 +105,8 @@ def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerSt
     events = EventAccumulator(str(run_dir))
     events.Reload()
     scalars = set(events.Tags()["scalars"])
-    expected = {"losses/loss", "dagger/expert_agreement", "dagger/balanced_agreement",
-                "dagger/beta", "dagger/dataset_size", "eval/score", "eval/validation/score",
+    expected = {"losses/loss", "losses/learning_rate", "dagger/expert_agreement",
+                "dagger/balanced_agreement", "dagger/beta", "dagger/dataset_size", "eval/score", "eval/validation/score",
                 "eval/validation/throughput_mbps", "eval/validation/e2e_delay_ms",
                 "eval/oracle_score", "eval/best_baseline_score", "charts/SPS"}
     assert expected <= scalars, expected - scalars
@@ -173,9 +173,9 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     assert resumed.iteration == 3
     assert resumed.history[:2] == first.history  # iterations 1-2 were not run again
     assert resumed.dataset_size == 3 * 8 * 300
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
 
     # The resumed run equals an uninterrupted one: all randomness derives from (seed, iteration).
-    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
     straight = train(parse_config(tiny_doc(**sections)), tmp_path / "straight",
                      progress=False, say=quiet)
     for pa, pb in zip(resumed.policy.state_dict().values(),
