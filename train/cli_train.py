@@ -51,24 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    if args.iterations is not None:
-        if args.iterations < 1:
-            raise UserError("--iterations must be at least 1")
-        changes["run.iterations"] = args.iterations
-    if args.workers is not None:
-        if args.workers < 0:
-            raise UserError("--workers must be 0 or more")
-        changes["run.workers"] = args.workers
-    if args.ray_address is not None:
-        changes["run.ray_address"] = args.ray_address
-    if args.name is not None:
-        changes["run.name"] = args.name
-    if args.seed is not None:
-        if args.seed < 0:
-            raise UserError("--seed must be 0 or more")
-        changes["run.seed"] = args.seed
-    return changes
+    """The flags that override [run] keys; with_overrides checks them as the config's own."""
+    flags = {"run.iterations": args.iterations, "run.workers": args.workers,
+             "run.ray_address": args.ray_address, "run.name": args.name, "run.seed": args.seed}
+    return {key: value for key, value in flags.items() if value is not None}
 
 
 def new_run_dir(out: Path, name: str, seed: int) -> Path:

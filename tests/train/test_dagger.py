@@ -106,7 +106,8 @@ def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerSt
     events.Reload()
     scalars = set(events.Tags()["scalars"])
     expected = {"losses/loss", "losses/learning_rate", "dagger/expert_agreement",
-                "dagger/balanced_agreement", "dagger/beta", "dagger/dataset_size", "eval/score", "eval/validation/score",
+                "dagger/balanced_agreement", "dagger/beta", "dagger/dataset_size", "eval/score",
+                "eval/validation/score",
                 "eval/validation/throughput_mbps", "eval/validation/e2e_delay_ms",
                 "eval/oracle_score", "eval/best_baseline_score", "charts/SPS"}
     assert expected <= scalars, expected - scalars
@@ -202,8 +203,11 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["train", str(typo), "--out", str(tmp_path / "runs")]) == 2
     assert "[eval] baselines: 'cubc'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()  # no run folder was made
+    # A flag's value is checked as the config key it overrides.
     assert main(["train", str(typo), "--seed", "-1", "--out", str(tmp_path / "runs")]) == 2
-    assert "--seed must be 0 or more" in capsys.readouterr().err
+    assert "command line: [run] seed: must not be negative" in capsys.readouterr().err
+    assert main(["train", str(typo), "--iterations", "0", "--out", str(tmp_path / "runs")]) == 2
+    assert "command line: [run] iterations: must be positive" in capsys.readouterr().err
     assert main(["train", "--resume", str(tmp_path), "--seed", "2"]) == 2
     assert "cannot change a resumed run" in capsys.readouterr().err
 
