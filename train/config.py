@@ -122,7 +122,8 @@ class OptimizerSection:
 
 @dataclass
 class EvalSection:
-    # Simulated seconds of each validation run during training.
+    # Simulated seconds of each validation run during training (0: each link's default, a
+    # trace once, else 30 s, as ccgym eval runs it).
     duration_s: float = 10.0
     # Runs (seeds) per validation link.
     runs: int = 1
@@ -283,8 +284,7 @@ def validate(config: TrainConfig, source: str) -> None:
                        ("dagger.num_envs", dagger.num_envs), ("dagger.bptt_len", dagger.bptt_len),
                        ("dagger.epochs", dagger.epochs), ("dagger.batch_size", dagger.batch_size),
                        ("dagger.patience", dagger.patience), ("eval.runs", ev.runs),
-                       ("dagger.episode_ms", dagger.episode_ms), ("optimizer.lr", opt.lr),
-                       ("eval.duration_s", ev.duration_s)):
+                       ("dagger.episode_ms", dagger.episode_ms), ("optimizer.lr", opt.lr)):
         if not value > 0 or not math.isfinite(value):
             raise bad(key, f"must be positive, got {value}")
     steps = dagger.episode_ms / _core.STEP_MS
@@ -302,6 +302,7 @@ def validate(config: TrainConfig, source: str) -> None:
     for key, value in (("dagger.min_delta", dagger.min_delta),
                        ("optimizer.weight_decay", opt.weight_decay),
                        ("optimizer.grad_clip", opt.grad_clip),
+                       ("eval.duration_s", ev.duration_s),
                        ("eval.final_duration_s", ev.final_duration_s)):
         if not value >= 0 or not math.isfinite(value):
             raise bad(key, f"must not be negative, got {value}")

@@ -325,35 +325,43 @@ def agreement(policy: LstmPolicy, episodes: Sequence[Episode],
 
 # ---------------------------------------------------------------- validation
 
-def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_ms: float, runs: int,
+def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float | None, runs: int,
                     seed: int) -> list[dict[str, Any]]:
-    """The policy on every validation link (runs seeds each), all simulations stepped in
-    lockstep so that inference is one batch; one leaderboard row per link."""
-    from ccgym.analysis.evaluate import Slot, aggregate
+    """The policy on every validation link (runs seeds each) for duration_s, or None: each
+    link's default length (a trace once, as ccgym eval runs it). All simulations are stepped
+    in lockstep so that inference is one batch; one leaderboard row per link."""
+    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms
     from ccgym.analysis.metrics import summarize
     from ccgym.emulators import _core
     from ccgym.policies.lstm_scheme import LstmScheme
 
     seeds = [seed + r for r in range(runs)]
-    sims, slots = [], []
+    sims, slots, ends = [], [], []
     for link in links:
+        end_ms = link_duration_ms(link, duration_s)
         for s in seeds:
             sim = _core.Simulator(link.spec, [("external", 0.0, -1.0)], s)
             sims.append(sim)
             slots.append(Slot(sim, 0, link, s))
+            ends.append(end_ms)
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)
-    steps = math.ceil(duration_ms / _core.STEP_MS)
-    for k in range(steps):
+    for k in range(math.ceil(max(ends, default=0.0) / _core.STEP_MS)):
+        # Every slot stays in the batch (the scheme keeps one recurrent state per slot); a
+        # simulation past its end is simply not advanced, so its log ends where it should.
         scheme.decide(slots)
-        _core.run_all_until(sims, min(duration_ms, (k + 1) * _core.STEP_MS), 0)
+        until = (k + 1) * _core.STEP_MS
+        running = [sim for sim, end in zip(sims, ends) if end >= until]
+        _core.run_all_until(running, until, 0)
+        for sim, end in zip(sims, ends):
+            if until - _core.STEP_MS < end < until:
+                _core.run_all_until([sim], end, 0)
     rows = []
     for i, link in enumerate(links):
         metrics = []
-        for sim in sims[i * runs:(i + 1) * runs]:
+        for sim, end in zip(sims[i * runs:(i + 1) * runs], ends[i * runs:(i + 1) * runs]):
             opportunities = sim.opportunities()
-            metrics.append(summarize(sim.log(), opportunities[opportunities < duration_ms],
-                                     duration_ms))
+            metrics.append(summarize(sim.log(), opportunities[opportunities < end], end))
         rows.append(aggregate(link, "lstm", metrics))
     return rows
 
@@ -388,7 +396,7 @@ def reference_scores(config: TrainConfig, links: Sequence[Any],
     schemes = list(ev.baselines)
     if schemes:
         rows, _ = evaluate(links, schemes, runs=ev.runs, seed=config.run.seed,
-                           duration_s=ev.duration_s, progress=False)
+                           duration_s=ev.duration_s or None, progress=False)
         by_scheme = {s: _finite_mean([r["score"] for r in rows if r["scheme"] == s])
                      for s in schemes}
         best = max(by_scheme, key=lambda s: by_scheme[s])
@@ -397,7 +405,7 @@ def reference_scores(config: TrainConfig, links: Sequence[Any],
     if ev.oracle:
         try:
             rows, _ = evaluate(links, ["oracle"], runs=ev.runs, seed=config.run.seed,
-                               duration_s=ev.duration_s, progress=False)
+                               duration_s=ev.duration_s or None, progress=False)
         except UserError as e:
             warn(f"no oracle reference: {e}")
         else:
@@ -641,7 +649,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
         held, balanced = agreement(state.policy, state.holdout_episodes or state.train_episodes)
 
         bar.set_postfix_str("validation")
-        rows = validate_policy(state.policy, validation_links, ev.duration_s * 1000.0,
+        rows = validate_policy(state.policy, validation_links, ev.duration_s or None,
                                ev.runs, config.run.seed)
         scores = summarize_rows(rows)
         bar.update()

@@ -90,6 +90,7 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
     ("[optimizer]\nlr_decay = 0\n", r"\[optimizer\] lr_decay: must be in \(0, 1\]"),
     ("[optimizer]\nlr_decay = 1.2\n", r"\[optimizer\] lr_decay: must be in \(0, 1\]"),
+    ("[eval]\nduration_s = -1\n", r"\[eval\] duration_s: must not be negative"),
     ("[run]\nname = \"a__b\"\n", r"\[run\] name"),
     ("[links]\ntrain = []\n", r"\[links\] train: must name a link set"),
 ])
