@@ -96,9 +96,8 @@ def leaderboard(config: Any, run_dir: Path, progress: bool) -> str:
         except UserError as e:
             print(f"leaderboard without the oracle: {e}", file=sys.stderr)
     schemes.extend(config.eval.baselines)
-    duration_s = config.eval.final_duration_s or None
     rows, _ = evaluate(links, schemes, runs=config.eval.runs, seed=config.run.seed,
-                       duration_s=duration_s, progress=progress)
+                       duration_s=config.eval.final_length_s, progress=progress)
     return format_leaderboard(rows)
 
 

@@ -137,6 +137,16 @@ class EvalSection:
     # Print the leaderboard of the trained policy beside the baselines at the end.
     leaderboard: bool = True
 
+    @property
+    def validation_length_s(self) -> float | None:
+        """duration_s as ccgym eval takes it: None (0 here) is each link's default length."""
+        return self.duration_s or None
+
+    @property
+    def final_length_s(self) -> float | None:
+        """final_duration_s as ccgym eval takes it: None (0 here) is each link's default."""
+        return self.final_duration_s or None
+
 
 @dataclass
 class TrainConfig:

@@ -337,6 +337,7 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
 
     seeds = [seed + r for r in range(runs)]
     sims, slots, ends = [], [], []
+    by_end: dict[float, list[Any]] = {}  # simulations that stop at the same time
     for link in links:
         end_ms = link_duration_ms(link, duration_s)
         for s in seeds:
@@ -344,18 +345,18 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
             sims.append(sim)
             slots.append(Slot(sim, 0, link, s))
             ends.append(end_ms)
+            by_end.setdefault(end_ms, []).append(sim)
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)
     for k in range(math.ceil(max(ends, default=0.0) / _core.STEP_MS)):
-        # Every slot stays in the batch (the scheme keeps one recurrent state per slot); a
-        # simulation past its end is simply not advanced, so its log ends where it should.
+        # Every slot stays in the batch (the scheme keeps one recurrent state per slot). A
+        # simulation past its end is not advanced: its metrics stop there, so that would be
+        # work thrown away (the Poisson traces end at 60 s, att-lte-driving at 786 s).
         scheme.decide(slots)
-        until = (k + 1) * _core.STEP_MS
-        running = [sim for sim, end in zip(sims, ends) if end >= until]
-        _core.run_all_until(running, until, 0)
-        for sim, end in zip(sims, ends):
-            if until - _core.STEP_MS < end < until:
-                _core.run_all_until([sim], end, 0)
+        start, until = k * _core.STEP_MS, (k + 1) * _core.STEP_MS
+        for end_ms, group in by_end.items():
+            if end_ms > start:
+                _core.run_all_until(group, min(end_ms, until), 0)
     rows = []
     for i, link in enumerate(links):
         metrics = []
@@ -396,7 +397,7 @@ def reference_scores(config: TrainConfig, links: Sequence[Any],
     schemes = list(ev.baselines)
     if schemes:
         rows, _ = evaluate(links, schemes, runs=ev.runs, seed=config.run.seed,
-                           duration_s=ev.duration_s or None, progress=False)
+                           duration_s=ev.validation_length_s, progress=False)
         by_scheme = {s: _finite_mean([r["score"] for r in rows if r["scheme"] == s])
                      for s in schemes}
         best = max(by_scheme, key=lambda s: by_scheme[s])
@@ -405,7 +406,7 @@ def reference_scores(config: TrainConfig, links: Sequence[Any],
     if ev.oracle:
         try:
             rows, _ = evaluate(links, ["oracle"], runs=ev.runs, seed=config.run.seed,
-                               duration_s=ev.duration_s or None, progress=False)
+                               duration_s=ev.validation_length_s, progress=False)
         except UserError as e:
             warn(f"no oracle reference: {e}")
         else:
@@ -649,7 +650,7 @@ def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
         held, balanced = agreement(state.policy, state.holdout_episodes or state.train_episodes)
 
         bar.set_postfix_str("validation")
-        rows = validate_policy(state.policy, validation_links, ev.duration_s or None,
+        rows = validate_policy(state.policy, validation_links, ev.validation_length_s,
                                ev.runs, config.run.seed)
         scores = summarize_rows(rows)
         bar.update()
