@@ -107,8 +107,8 @@ def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerSt
     scalars = set(events.Tags()["scalars"])
     expected = {"losses/loss", "losses/learning_rate", "dagger/expert_agreement",
                 "dagger/balanced_agreement", "dagger/beta", "dagger/dataset_size", "eval/score",
-                "eval/validation/score",
-                "eval/validation/throughput_mbps", "eval/validation/e2e_delay_ms",
+                "eval/validation/score", "eval/validation/throughput_mbps",
+                "eval/validation/e2e_delay_ms",
                 "eval/oracle_score", "eval/best_baseline_score", "charts/SPS"}
     assert expected <= scalars, expected - scalars
     # The oracle's line is above the baseline's (BDP window versus 20 packets at 18 Mbit/s,
