@@ -124,12 +124,19 @@ def run_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float
             _core.run_all_until(sims, min(duration_ms, (k + 1) * _core.STEP_MS), threads)
     runs = []
     for sim, seed in zip(sims, seeds):
-        log = sim.log()
-        opportunities = sim.opportunities()
-        opportunities = opportunities[opportunities < duration_ms]
-        runs.append(Run(link, scheme, seed, duration_ms,
-                        summarize(log, opportunities, duration_ms), log, opportunities))
+        metrics, log, opportunities = score_simulation(sim, duration_ms)
+        runs.append(Run(link, scheme, seed, duration_ms, metrics, log, opportunities))
     return runs
+
+
+def score_simulation(sim: Any, duration_ms: float) -> tuple[Metrics, dict[str, np.ndarray],
+                                                            np.ndarray]:
+    """A simulation's metrics over [0, duration_ms), with its log and the link's delivery
+    opportunities in that span (a simulation run past duration_ms is cut there)."""
+    log = sim.log()
+    opportunities = sim.opportunities()
+    opportunities = opportunities[opportunities < duration_ms]
+    return summarize(log, opportunities, duration_ms), log, opportunities
 
 
 def omniscient_runs(link: Link, seeds: Sequence[int], duration_ms: float) -> list[Metrics]:

@@ -330,21 +330,19 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
     """The policy on every validation link (runs seeds each) for duration_s, or None: each
     link's default length (a trace once, as ccgym eval runs it). All simulations are stepped
     in lockstep so that inference is one batch; one leaderboard row per link."""
-    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms
-    from ccgym.analysis.metrics import summarize
+    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms, score_simulation
     from ccgym.emulators import _core
     from ccgym.policies.lstm_scheme import LstmScheme
 
     seeds = [seed + r for r in range(runs)]
-    sims, slots, ends = [], [], []
+    ends = [link_duration_ms(link, duration_s) for link in links]
+    sims, slots = [], []
     by_end: dict[float, list[Any]] = {}  # simulations that stop at the same time
-    for link in links:
-        end_ms = link_duration_ms(link, duration_s)
+    for link, end_ms in zip(links, ends):
         for s in seeds:
             sim = _core.Simulator(link.spec, [("external", 0.0, -1.0)], s)
             sims.append(sim)
             slots.append(Slot(sim, 0, link, s))
-            ends.append(end_ms)
             by_end.setdefault(end_ms, []).append(sim)
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)
@@ -358,11 +356,8 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
             if end_ms > start:
                 _core.run_all_until(group, min(end_ms, until), 0)
     rows = []
-    for i, link in enumerate(links):
-        metrics = []
-        for sim, end in zip(sims[i * runs:(i + 1) * runs], ends[i * runs:(i + 1) * runs]):
-            opportunities = sim.opportunities()
-            metrics.append(summarize(sim.log(), opportunities[opportunities < end], end))
+    for i, (link, end_ms) in enumerate(zip(links, ends)):
+        metrics = [score_simulation(sim, end_ms)[0] for sim in sims[i * runs:(i + 1) * runs]]
         rows.append(aggregate(link, "lstm", metrics))
     return rows
 
