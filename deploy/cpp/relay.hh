@@ -3,13 +3,15 @@
 // sender) at the time the caller says and come out when the link says. The
 // datagrams' bytes wait in a slot pool, the slot index riding in Packet::tag, so
 // that after warm-up nothing is allocated per packet. ccgym-link wraps it in a
-// socket loop on the wall clock; tests drive it in virtual time.
+// socket loop on the wall clock, ccgym-shell-link in a TUN loop (IP packets the
+// caller describes itself, through offer_packet); tests drive it in virtual time.
 #pragma once
 #include <algorithm>
 #include <array>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -89,10 +91,17 @@ class Relay {
   // beyond any window the schemes use (kMaxWindow), short of exhausting memory.
   static constexpr uint32_t kDefaultMaxSlots = 1 << 16;
 
+  // slot_bytes: the longest datagram each side holds (the link shell's: its MTU).
   Relay(std::unique_ptr<LinkDirection> data, std::unique_ptr<LinkDirection> ack,
-        uint32_t max_slots = kDefaultMaxSlots)
+        uint32_t max_slots = kDefaultMaxSlots,
+        std::array<uint32_t, 2> slot_bytes = {kDataSlotBytes, kAckSlotBytes})
       : directions_{std::move(data), std::move(ack)},
-        pools_{SlotPool(kDataSlotBytes, max_slots), SlotPool(kAckSlotBytes, max_slots)} {}
+        pools_{SlotPool(slot_bytes[kData], max_slots), SlotPool(slot_bytes[kAck], max_slots)} {}
+
+  // Called with each packet the link drops (loss or queue), before its slot is
+  // freed: the link shell logs drops.
+  using DropObserver = std::function<void(Side, const Packet&)>;
+  void observe_drops(DropObserver observer) { on_drop_ = std::move(observer); }
 
   // Where to receive the next datagram of `side`: a slot of slot_bytes(side), or
   // kNoSlot if the pool is full (receive into scratch and call reject_pool_full()).
@@ -111,24 +120,38 @@ class Relay {
   // Returns false if it was malformed; then `*flow` is untouched. Either way the
   // slot belongs to the relay again.
   bool offer(Side side, uint32_t slot, std::size_t length, double now_ms, uint32_t* flow) {
-    Counters& counters = counters_[side];
     SlotPool& pool = pools_[side];
-    ++counters.offered;
     Packet packet;
     if (!parse(side, pool.bytes(slot), length, pool.slot_bytes(), packet)) {
-      ++counters.malformed;
-      pool.release(slot);
+      reject_malformed(side, slot);
       return false;
     }
+    if (flow != nullptr) *flow = packet.flow;
+    offer_packet(side, slot, length, packet, now_ms);
+    return true;
+  }
+
+  // The datagram of `length` bytes (at most slot_bytes) in `slot`, described by
+  // the caller as `packet` (flow, seq, bytes on the wire, ...), entered the relay
+  // at now_ms (relay clock). The slot belongs to the relay again.
+  void offer_packet(Side side, uint32_t slot, std::size_t length, Packet packet, double now_ms) {
+    SlotPool& pool = pools_[side];
+    assert(length <= pool.slot_bytes());
+    ++counters_[side].offered;
     pool.length(slot) = static_cast<uint32_t>(length);
     packet.tag = slot;
-    if (flow != nullptr) *flow = packet.flow;
     LinkDirection& direction = *directions_[side];
     // Opportunities before now must not serve a datagram that was not there yet.
     direction.advance(now_ms);
     direction.send(packet, now_ms);
     release_dropped(side);
-    return true;
+  }
+
+  // A datagram in `slot` that is not one the relay carries: counted, slot freed.
+  void reject_malformed(Side side, uint32_t slot) {
+    ++counters_[side].offered;
+    ++counters_[side].malformed;
+    pools_[side].release(slot);
   }
 
   // Runs both directions up to now_ms (relay clock).
@@ -193,6 +216,7 @@ class Relay {
   void release_dropped(Side side) {
     LinkDirection& direction = *directions_[side];
     for (const Packet& packet : direction.dropped()) {
+      if (on_drop_) on_drop_(side, packet);
       pools_[side].release(static_cast<uint32_t>(packet.tag));
       ++counters_[side].dropped;
     }
@@ -202,6 +226,7 @@ class Relay {
   std::array<std::unique_ptr<LinkDirection>, 2> directions_;
   std::array<SlotPool, 2> pools_;
   std::array<Counters, 2> counters_{};
+  DropObserver on_drop_;
 };
 
 }  // namespace ccgym
