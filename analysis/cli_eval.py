@@ -76,7 +76,7 @@ def write_outputs(rows: list, runs: list, json_path: str | None, plots_dir: str 
     if json_path:
         write_json_atomically(Path(json_path), rows)
     if plots_dir:
-        from ccgym.analysis.report import write_plots
+        from ccgym.analysis.plots import write_plots
 
         for path in write_plots(rows, runs, Path(plots_dir)):
             print(f"wrote {path}")

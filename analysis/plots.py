@@ -1,4 +1,5 @@
-"""PNG plots of runs: throughput against capacity, signal delay, the throughput-delay plane.
+"""PNG plots of runs: throughput against capacity, signal delay, the throughput-delay plane;
+and `write_plots`, what `ccgym eval --plots DIR` and `ccgym run --plots DIR` write.
 
 Figures are drawn with matplotlib's object API on an Agg canvas, never pyplot,
 so importing this module neither changes the caller's backend nor needs a
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib import ticker
@@ -31,6 +33,9 @@ from ccgym.analysis.metrics import (
     Metrics,
     signal_delay_series,
 )
+
+if TYPE_CHECKING:
+    from ccgym.analysis.evaluate import Run
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110
@@ -234,3 +239,38 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
     ax.set_ylabel("throughput (Mbit/s)")
     ax.grid(True, which="both", alpha=GRID_ALPHA)
     _write_png(fig, path)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "link"
+
+
+def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir: Path) -> list[Path]:
+    """Per link: the throughput-delay plane of every scheme (mean and 1-sigma ellipse over
+    runs, the omniscient point, the hull), and per scheme its first run's throughput against
+    capacity and its end-to-end delay over time. Returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    by_link: dict[str, list[Run]] = {}
+    for run in runs:
+        by_link.setdefault(run.link.name, []).append(run)
+    for link_name, link_runs in by_link.items():
+        slug = _slug(link_name)
+        points: dict[str, list[Any]] = {}
+        first: dict[str, Run] = {}
+        for run in link_runs:
+            points.setdefault(run.scheme, []).append(run.metrics)
+            first.setdefault(run.scheme, run)
+        omniscient = next((r for r in rows if r["link"] == link_name and r["scheme"] == "omniscient"), None)
+        path = out_dir / f"{slug}__tradeoff.png"
+        plot_tradeoff(points, omniscient, path)
+        written.append(path)
+        for scheme, run in first.items():
+            stem = f"{slug}__{_slug(scheme)}"
+            path = out_dir / f"{stem}__throughput.png"
+            plot_throughput(run.log, run.opportunities_ms, run.duration_ms, path)
+            written.append(path)
+            path = out_dir / f"{stem}__delay.png"
+            plot_delay(run.log, run.duration_ms, path)
+            written.append(path)
+    return written
