@@ -23,6 +23,11 @@ terminated | truncated. Episodes never terminate and all have the same length, s
 slot truncates and resets on the same step: the slots share one virtual clock, which the
 C++ VecSimulator relies on (it steps every simulation to the first one's time + STEP_MS).
 
+With autoreset_mode=AutoresetMode.NEXT_STEP (gymnasium's default, which RLlib's env runners
+expect) the step that ends the episodes returns their last observations and infos, and the
+next step call starts the new episodes instead of stepping: it ignores its actions and returns
+their first observations with reward 0 and neither flag set.
+
 infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
 delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True).
 """
@@ -57,9 +62,20 @@ class VecLinkEnv(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int, config: Mapping[str, Any] | EnvConfig | None = None,
-                 threads: int = 0, render_mode: str | None = None, **kwargs: Any) -> None:
+                 threads: int = 0, render_mode: str | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+                 **kwargs: Any) -> None:
         check_render_mode(render_mode)
         self.render_mode = render_mode
+        modes = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
+        if mode not in modes:
+            raise ValueError(f"autoreset_mode must be one of {[m.value for m in modes]}, "
+                             f"got {autoreset_mode!r}")
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
         if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if not isinstance(threads, int) or threads < 0:
@@ -82,6 +98,7 @@ class VecLinkEnv(VectorEnv):
         self._steps = 0
         self._all = np.ones(num_envs, dtype=bool)
         self._expert = np.full(num_envs, HOLD_ACTION, dtype=np.int64)
+        self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
 
     # ------------------------------------------------------------ gymnasium API
 
@@ -93,11 +110,20 @@ class VecLinkEnv(VectorEnv):
         for i in range(self.num_envs):
             self._reset_slot(i)
         self._steps = 0
+        self._reset_next = False
         zeros = np.zeros(self.num_envs)
         return self._vec.observations(), self._infos(zeros, self._previous_delay.copy())
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
+        if self._reset_next:
+            for i in range(self.num_envs):
+                self._reset_slot(i)
+            self._steps = 0
+            self._reset_next = False
+            zeros, none = np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
+            return (self._vec.observations(), zeros, none, none.copy(),
+                    self._infos(zeros, self._previous_delay.copy()))
         self._vec.step(np.ascontiguousarray(actions, dtype=np.int32))
         self._steps += 1
         stats = self._vec.stats()
@@ -111,7 +137,9 @@ class VecLinkEnv(VectorEnv):
         truncated = np.full(self.num_envs, ended)
         obs = self._vec.observations()
         infos = self._infos(delivered, delay, stats[:, STAT_WINDOW])
-        if ended:
+        if ended and self.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP:
+            self._reset_next = True
+        elif ended:
             infos = self._autoreset(obs, infos)
             obs = self._vec.observations()
         return obs, rewards, terminated, truncated, infos

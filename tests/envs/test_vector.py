@@ -3,6 +3,7 @@
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
@@ -64,6 +65,29 @@ def test_autoreset_starts_new_episodes_on_the_same_step():
     _, _, _, truncated, infos = vec.step(hold)
     # A new episode: no ACK yet, so x2 may not grow the window (actions.hh).
     assert not truncated.any() and (infos["window"] == 10).all()
+
+
+def test_next_step_autoreset_starts_the_new_episodes_on_the_following_call():
+    same = VecLinkEnv(3, CONFIG, threads=1)
+    nxt = VecLinkEnv(3, CONFIG, threads=1, autoreset_mode=AutoresetMode.NEXT_STEP)
+    assert nxt.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    np.testing.assert_array_equal(same.reset(seed=4)[0], nxt.reset(seed=4)[0])
+    actions = random_actions(40, 3, seed=1)
+    for t in range(20):
+        a, b = same.step(actions[t]), nxt.step(actions[t])
+        np.testing.assert_array_equal(a[1], b[1])
+    # The ending step: the ended episodes' last observations, no final_obs.
+    assert b[3].all() and "final_obs" not in b[4]
+    np.testing.assert_array_equal(np.stack(a[4]["final_obs"]), b[0])
+    # The next call ignores its actions and returns the new episodes' first observations.
+    obs, rewards, terminated, truncated, infos = nxt.step(np.full(3, 4))
+    np.testing.assert_array_equal(obs, a[0])
+    assert (rewards == 0).all() and not terminated.any() and not truncated.any()
+    np.testing.assert_array_equal(infos["link"], a[4]["link"])
+    for t in range(20, 39):  # the new episodes, up to their last step
+        np.testing.assert_array_equal(same.step(actions[t])[0], nxt.step(actions[t])[0])
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        VecLinkEnv(1, CONFIG, autoreset_mode=AutoresetMode.DISABLED)
 
 
 def test_thread_count_does_not_change_results():
