@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.export import export_policy, max_difference, recorded_observations
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.policies.lstm_scheme import resolve_policy_path
+    from ccgym.train.run_folder import resolve_policy_path
 
     source = resolve_policy_path(args.policy)
     try:

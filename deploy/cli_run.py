@@ -86,7 +86,7 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
 
     from ccgym.deploy.export import export_policy
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.policies.lstm_scheme import resolve_policy_path
+    from ccgym.train.run_folder import resolve_policy_path
 
     source = resolve_policy_path(argument)
     try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,9 +16,7 @@ import numpy as np
 from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
-
-POLICY_FILE = "policy.pt"  # the best policy inside a run folder
-
+from ccgym.train.run_folder import resolve_policy_path
 
 def keep_action() -> int:
     """The action that leaves the window unchanged: the 'previous action' before any decision,
@@ -28,21 +25,6 @@ def keep_action() -> int:
         if (op == "+" and value == 0) or (op == "*" and value == 1):
             return index
     raise RuntimeError("the action set has no 'keep' action")
-
-
-def resolve_policy_path(argument: str | os.PathLike) -> Path:
-    """runs/NAME -> runs/NAME/policy.pt; a file is taken as is."""
-    text = str(argument).strip()
-    if not text:
-        raise UserError("lstm: give a run folder or a policy file, e.g. lstm:runs/NAME")
-    path = Path(text).expanduser()
-    if path.is_dir():
-        path = path / POLICY_FILE
-        if not path.is_file():
-            raise UserError(f"lstm:{text}: the run folder holds no {POLICY_FILE} yet")
-    elif not path.is_file():
-        raise UserError(f"lstm:{text}: no such run folder or policy file")
-    return path
 
 
 class LstmScheme:

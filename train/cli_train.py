@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.files import atomic_write_text
+from ccgym.train.run_folder import RunFolder
 
 DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
-CONFIG_FILE = "config.toml"
-LEADERBOARD_FILE = "leaderboard.txt"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,38 +56,14 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in flags.items() if value is not None}
 
 
-def new_run_dir(out: Path, name: str, seed: int) -> Path:
-    """runs/<name>__<seed>__<YYYYmmdd-HHMMSS>, with a suffix if that second is taken."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = out / f"{name}__{seed}__{stamp}"
-    path, n = base, 1
-    while True:
-        try:
-            path.mkdir(parents=True)
-            return path
-        except FileExistsError:
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
-
-
-def write_config(run_dir: Path, config: Any) -> None:
-    from ccgym.train.config import to_toml
-
-    text = to_toml(config, header="Resolved training config (defaults filled in); "
-                                  "`ccgym train --resume` reads it.")
-    tmp = run_dir / f".{CONFIG_FILE}.tmp"
-    tmp.write_text(text)
-    tmp.replace(run_dir / CONFIG_FILE)
-
-
-def leaderboard(config: Any, run_dir: Path, progress: bool) -> str:
+def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
     """The trained policy beside the baselines and the oracle on the validation links."""
     from ccgym.analysis.evaluate import evaluate, validate_schemes
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.train.config import resolve_validation_links
 
     links, _ = resolve_validation_links(config)
-    schemes = [f"lstm:{run_dir}"]
+    schemes = [f"lstm:{folder.path}"]
     if config.eval.oracle:
         try:
             validate_schemes(["oracle"])
@@ -111,38 +86,38 @@ def run(args: argparse.Namespace) -> int:
                             "(a resumed run uses its own config.toml)")
         if args.name is not None or args.seed is not None:
             raise UserError("--name and --seed cannot change a resumed run")
-        run_dir = Path(args.resume)
-        if not (run_dir / CONFIG_FILE).is_file():
-            raise UserError(f"--resume {run_dir}: not a run folder (no {CONFIG_FILE})")
-        config = load_config(run_dir / CONFIG_FILE)
+        folder = RunFolder.existing(args.resume)
+        config = folder.load_config()
     else:
         config = load_config(args.config) if args.config else load_packaged_config(DEFAULT_CONFIG)
-        run_dir = None
+        folder = None
     if changes:
         config = with_overrides(config, **changes)
 
-    from ccgym.train.dagger import check_config, train
+    from ccgym.train.dagger import train
+    from ccgym.train.validation import check_config
 
     check_config(config)  # before a run folder exists: a bad config leaves nothing behind
-    if run_dir is None:
-        run_dir = new_run_dir(Path(args.out), config.run.name, config.run.seed)
-    write_config(run_dir, config)
-    print(f"run folder: {run_dir}")
+    if folder is None:
+        folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)
+    folder.write_config(config)
+    print(f"run folder: {folder.path}")
 
     progress = not args.no_progress
     try:
-        state = train(config, run_dir, resume=bool(args.resume),
+        state = train(config, folder.path, resume=bool(args.resume),
                       extend=args.iterations is not None, progress=progress)
     except KeyboardInterrupt:
-        print(f"interrupted; continue with: ccgym train --resume {run_dir}", file=sys.stderr)
+        print(f"interrupted; continue with: ccgym train --resume {folder.path}", file=sys.stderr)
         raise
-    best = next((h for h in state.history if int(h["iteration"]) == state.best_iteration), None)
+    best_iteration = state.early_stopping.best_iteration
+    best = next((h for h in state.history if int(h["iteration"]) == best_iteration), None)
     if best is not None:
-        print(f"best policy: {run_dir / 'policy.pt'} (iteration {state.best_iteration}, "
+        print(f"best policy: {folder.policy} (iteration {best_iteration}, "
               f"validation score {best['score']:.3f}, held-out expert agreement "
               f"{best['agreement']:.3f})")
     if config.eval.leaderboard and not args.no_leaderboard:
-        text = leaderboard(config, run_dir, progress)
+        text = leaderboard(config, folder, progress)
         print(text, end="")
-        (run_dir / LEADERBOARD_FILE).write_text(text)
+        atomic_write_text(folder.leaderboard, text)
     return 0

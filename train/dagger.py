@@ -12,8 +12,11 @@ Each iteration i = 1, 2, ...:
      links, keep the best policy (policy.pt), write a checkpoint;
   6. stop when neither figure has improved for `patience` iterations.
 
-Rollouts are Ray tasks (one vectorized environment each) or, with workers = 0, plain calls.
-Everything a rollout needs travels in a RolloutTask, so a task runs the same on a cluster node.
+Rollouts run on the shared RolloutPool (train/pool.py), one vectorized environment per task;
+everything a rollout needs travels in a RolloutTask, so a task runs the same on a cluster node.
+What is not DAgger lives beside it, shared with the other trainers: validation and reference
+lines (train/validation.py), the run folder (train/run_folder.py), the best iteration and
+patience (train/early_stopping.py).
 """
 
 from __future__ import annotations
@@ -33,11 +36,15 @@ from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
 from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
+from ccgym.train.early_stopping import EarlyStopping
+from ccgym.train.pool import RolloutPool
+from ccgym.train.run_folder import RunFolder, hyperparameter_table
+from ccgym.train.validation import (check_config, reference_scores, summarize_rows,
+                                    validate_policy)
 
-CHECKPOINT_FILE = "checkpoint.pt"
-POLICY_FILE = "policy.pt"
 CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
+READABLE_VERSIONS = (1, 2)
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
 # the same numbers as an uninterrupted one without saving generator states mid-iteration.
@@ -172,70 +179,6 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
     return tasks
 
 
-class RolloutPool:
-    """Runs rollout tasks on Ray (workers > 0) or in-process (workers = 0).
-
-    A context manager: Ray is shut down on exit, whatever the exit (end, error, Ctrl-C), if
-    this pool started it. With ray_address it joins a running cluster instead of starting one.
-    """
-
-    def __init__(self, workers: int, ray_address: str = "") -> None:
-        self.workers = workers
-        self.ray_address = ray_address
-        self._started_ray = False
-        self._remote: Any = None
-
-    def __enter__(self) -> RolloutPool:
-        if self.workers > 0:
-            import logging
-
-            import ray
-
-            if not ray.is_initialized():
-                if self.ray_address:
-                    ray.init(address=self.ray_address, logging_level=logging.WARNING)
-                else:
-                    ray.init(num_cpus=self.workers, include_dashboard=False,
-                             logging_level=logging.WARNING)
-                self._started_ray = True
-            self._remote = ray.remote(num_cpus=1, max_retries=1)(run_rollout)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._started_ray:
-            import ray
-
-            ray.shutdown()
-            self._started_ray = False
-
-    def run(self, tasks: Sequence[RolloutTask],
-            on_done: Callable[[RolloutResult], None] | None = None) -> list[RolloutResult]:
-        """The results in task order; on_done is called as each one finishes."""
-        if self._remote is None:
-            results = []
-            for task in tasks:
-                results.append(run_rollout(task))
-                if on_done:
-                    on_done(results[-1])
-            return results
-        import ray
-
-        refs = [self._remote.remote(task) for task in tasks]
-        index = {ref: i for i, ref in enumerate(refs)}
-        out: list[RolloutResult | None] = [None] * len(refs)
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                out[index[ref]] = ray.get(ref)
-                if on_done:
-                    on_done(out[index[ref]])
-        return [r for r in out if r is not None]
-
-
 # ---------------------------------------------------------------- learning
 
 def _batch(episodes: Sequence[Episode]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -323,92 +266,6 @@ def agreement(policy: LstmPolicy, episodes: Sequence[Episode],
     return float(hits.sum() / totals.sum()), float(np.mean(hits[taken] / totals[taken]))
 
 
-# ---------------------------------------------------------------- validation
-
-def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float | None, runs: int,
-                    seed: int) -> list[dict[str, Any]]:
-    """The policy on every validation link (runs seeds each) for duration_s, or None: each
-    link's default length (a trace once, as ccgym eval runs it). All simulations are stepped
-    in lockstep so that inference is one batch; one leaderboard row per link."""
-    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms, score_simulation
-    from ccgym.emulators import _core
-    from ccgym.policies.lstm_scheme import LstmScheme
-
-    seeds = [seed + r for r in range(runs)]
-    ends = [link_duration_ms(link, duration_s) for link in links]
-    sims, slots = [], []
-    by_end: dict[float, list[Any]] = {}  # simulations that stop at the same time
-    for link, end_ms in zip(links, ends):
-        for s in seeds:
-            sim = _core.Simulator(link.spec, [("external", 0.0, -1.0)], s)
-            sims.append(sim)
-            slots.append(Slot(sim, 0, link, s))
-            by_end.setdefault(end_ms, []).append(sim)
-    scheme = LstmScheme.from_policy(policy)
-    scheme.reset(slots)
-    for k in range(math.ceil(max(ends, default=0.0) / _core.STEP_MS)):
-        # Every slot stays in the batch (the scheme keeps one recurrent state per slot). A
-        # simulation past its end is not advanced: its metrics stop there, so that would be
-        # work thrown away (the Poisson traces end at 60 s, att-lte-driving at 786 s).
-        scheme.decide(slots)
-        start, until = k * _core.STEP_MS, (k + 1) * _core.STEP_MS
-        for end_ms, group in by_end.items():
-            if end_ms > start:
-                _core.run_all_until(group, min(end_ms, until), 0)
-    rows = []
-    for i, (link, end_ms) in enumerate(zip(links, ends)):
-        metrics = [score_simulation(sim, end_ms)[0] for sim in sims[i * runs:(i + 1) * runs]]
-        rows.append(aggregate(link, "lstm", metrics))
-    return rows
-
-
-def _finite_mean(values: Sequence[float | None]) -> float:
-    """Mean of the scores; -inf if any is -inf (a link where nothing got through)."""
-    numbers = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-    return float(np.mean(numbers)) if numbers else math.nan
-
-
-def summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """eval/ scalars: the mean score over links, and per link group the mean score,
-    throughput and 95% end-to-end delay."""
-    out = {"score": _finite_mean([r["score"] for r in rows])}
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(str(row.get("group") or "links"), []).append(row)
-    for group, members in groups.items():
-        out[f"{group}/score"] = _finite_mean([r["score"] for r in members])
-        out[f"{group}/throughput_mbps"] = _finite_mean([r["throughput_mbps"] for r in members])
-        out[f"{group}/e2e_delay_ms"] = _finite_mean([r["e2e_delay_p95_ms"] for r in members])
-    return out
-
-
-def reference_scores(config: TrainConfig, links: Sequence[Any],
-                     warn: Callable[[str], None]) -> dict[str, float]:
-    """Mean validation score of the oracle and of the best baseline: reference lines."""
-    from ccgym.analysis.evaluate import evaluate
-
-    ev = config.eval
-    out: dict[str, float] = {}
-    schemes = list(ev.baselines)
-    if schemes:
-        rows, _ = evaluate(links, schemes, runs=ev.runs, seed=config.run.seed,
-                           duration_s=ev.validation_length_s, progress=False)
-        by_scheme = {s: _finite_mean([r["score"] for r in rows if r["scheme"] == s])
-                     for s in schemes}
-        best = max(by_scheme, key=lambda s: by_scheme[s])
-        out["best_baseline_score"] = by_scheme[best]
-        warn(f"best baseline on the validation links: {best} ({by_scheme[best]:.3f})")
-    if ev.oracle:
-        try:
-            rows, _ = evaluate(links, ["oracle"], runs=ev.runs, seed=config.run.seed,
-                               duration_s=ev.validation_length_s, progress=False)
-        except UserError as e:
-            warn(f"no oracle reference: {e}")
-        else:
-            out["oracle_score"] = _finite_mean([r["score"] for r in rows if r["scheme"] == "oracle"])
-    return out
-
-
 # ---------------------------------------------------------------- checkpoints
 
 @dataclass
@@ -418,13 +275,9 @@ class DaggerState:
     iteration: int  # last finished iteration (0: none)
     policy: LstmPolicy
     optimizer: torch.optim.Optimizer
+    early_stopping: EarlyStopping  # the best iteration (policy.pt) and the patience count
     train_episodes: list[Episode] = field(default_factory=list)
     holdout_episodes: list[Episode] = field(default_factory=list)
-    best_score: float = -math.inf
-    best_agreement: float = -math.inf
-    best_iteration: int = 0
-    stale: int = 0  # iterations since either figure last improved
-    stopped_early: bool = False
     reference: dict[str, float] = field(default_factory=dict)
     env_steps: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
@@ -438,7 +291,14 @@ def new_state(config: TrainConfig) -> DaggerState:
     torch.manual_seed(config.run.seed)
     policy = LstmPolicy(hidden_size=config.model.hidden_size)
     optimizer = make_optimizer(policy, config)
-    return DaggerState(0, policy, optimizer)
+    return DaggerState(0, policy, optimizer, _early_stopping(config))
+
+
+def _early_stopping(config: TrainConfig, saved: dict[str, Any] | None = None) -> EarlyStopping:
+    d = config.dagger
+    if saved is None:
+        return EarlyStopping(d.patience, d.min_delta)
+    return EarlyStopping.from_dict(saved, d.patience, d.min_delta)
 
 
 def learning_rate(config: TrainConfig, iteration: int) -> float:
@@ -476,9 +336,7 @@ def save_checkpoint(path: Path, state: DaggerState) -> None:
         # Rollouts, splits and shuffles draw from generators derived from (seed, iteration),
         # so torch's generator (weight init) is the only state to carry.
         "rng": {"torch": torch.get_rng_state()},
-        "best": {"score": state.best_score, "agreement": state.best_agreement,
-                 "iteration": state.best_iteration, "stale": state.stale,
-                 "stopped_early": state.stopped_early},
+        "early_stopping": state.early_stopping.to_dict(),
         "reference": dict(state.reference),
         "env_steps": state.env_steps,
         "history": list(state.history),
@@ -492,7 +350,7 @@ def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
         raise UserError(f"{path}: cannot read the checkpoint: {e}") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise UserError(f"{path}: not a ccgym DAgger checkpoint")
-    if data.get("version") != CHECKPOINT_VERSION:
+    if data.get("version") not in READABLE_VERSIONS:
         raise UserError(f"{path}: checkpoint version {data.get('version')} is not supported")
     policy = LstmPolicy.from_file_dict(data["model"], where=str(path))
     if policy.hidden_size != config.model.hidden_size:
@@ -501,26 +359,25 @@ def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
     optimizer = make_optimizer(policy, config)
     optimizer.load_state_dict(data["optimizer"])
     torch.set_rng_state(data["rng"]["torch"])
-    best = data["best"]
     return DaggerState(
         iteration=int(data["iteration"]), policy=policy, optimizer=optimizer,
+        early_stopping=_early_stopping(config, _saved_early_stopping(data)),
         train_episodes=_episodes_from_tensors(data["dataset"]["train"]),
         holdout_episodes=_episodes_from_tensors(data["dataset"]["holdout"]),
-        best_score=float(best["score"]), best_agreement=float(best["agreement"]),
-        best_iteration=int(best["iteration"]), stale=int(best["stale"]),
-        stopped_early=bool(best["stopped_early"]), reference=dict(data["reference"]),
-        env_steps=int(data["env_steps"]), history=list(data["history"]))
+        reference=dict(data["reference"]), env_steps=int(data["env_steps"]),
+        history=list(data["history"]))
+
+
+def _saved_early_stopping(data: dict[str, Any]) -> dict[str, Any]:
+    if data["version"] >= 2:
+        return data["early_stopping"]
+    best = data["best"]  # version 1 kept the two records under their own names
+    return {"best_iteration": best["iteration"], "best_score": best["score"],
+            "records": {"score": best["score"], "agreement": best["agreement"]},
+            "stale": best["stale"], "stopped": best["stopped_early"]}
 
 
 # ---------------------------------------------------------------- the loop
-
-def hyperparameter_table(config: TrainConfig) -> str:
-    """The config as a Markdown table (TensorBoard's text tab renders it), CleanRL style."""
-    lines = ["| parameter | value |", "|-|-|"]
-    for key, value in config.flat().items():
-        lines.append(f"| {key} | {value} |")
-    return "\n".join(lines)
-
 
 def _split(episodes: list[Episode], fraction: float,
            rng: np.random.Generator) -> tuple[list[Episode], list[Episode]]:
@@ -541,37 +398,25 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
           say: Callable[[str], None] | None = None) -> DaggerState:
     """Runs (or continues) DAgger in run_dir up to config.run.iterations.
 
-    resume: continue from run_dir/checkpoint.pt when there is one. extend: also continue a
-    run that had stopped early (its patience counter starts over).
+    resume: continue from the run folder's checkpoint when there is one. extend: also continue
+    a run that had stopped early (its patience counter starts over).
     """
-    from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
     say = say or (lambda text: tqdm.write(text))
-    run_dir.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(run_dir)
+    folder.path.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.run.torch_threads)
-    checkpoint_path = run_dir / CHECKPOINT_FILE
-    if resume and checkpoint_path.is_file():
-        state = load_checkpoint(checkpoint_path, config)
-        say(f"resuming {run_dir} after iteration {state.iteration}")
-        if state.stopped_early:
-            if not extend:
-                say(f"the run had stopped early (no improvement for {config.dagger.patience} "
-                    "iterations); give --iterations to continue it")
-                return state
-            state.stopped_early, state.stale = False, 0
-    else:
-        state = new_state(config)
+    state = _start_state(config, folder, resume, extend, say)
+    if state.early_stopping.stopped and state.iteration < config.run.iterations:
+        return state
 
     check_config(config)
     train_links = resolve_link_entries(config.links.train, "train")
-    train_specs = [link.spec for link in train_links]
     validation_links, note = resolve_validation_links(config)
     if note:
         say(note)
-
-    # purge_step drops events a killed run logged after its last checkpoint.
-    writer = SummaryWriter(str(run_dir), purge_step=state.iteration + 1)
+    writer = folder.events_writer(purge_step=state.iteration + 1)
     try:
         if state.iteration == 0:
             table = hyperparameter_table(config)
@@ -581,115 +426,160 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
             state.reference = reference_scores(config, validation_links, say)
         with sigterm_as_interrupt(), RolloutPool(config.run.workers,
                                                  config.run.ray_address) as pool:
-            while state.iteration < config.run.iterations and not state.stopped_early:
-                _iteration(config, state, pool, train_specs, validation_links, writer,
-                           checkpoint_path, run_dir / POLICY_FILE, progress, say)
+            run = _Run(config, folder, pool, [link.spec for link in train_links],
+                       validation_links, writer, progress, say)
+            while state.iteration < config.run.iterations and not state.early_stopping.stopped:
+                _iteration(run, state)
         writer.flush()
     finally:
         writer.close()
     return state
 
 
-def check_config(config: TrainConfig) -> None:
-    """What can only be checked against the build and the files: the baselines exist and the
-    links resolve. A misspelt baseline fails now, not after the training it was to be
-    compared with."""
-    from ccgym.analysis.evaluate import validate_schemes
+def _start_state(config: TrainConfig, folder: RunFolder, resume: bool, extend: bool,
+                 say: Callable[[str], None]) -> DaggerState:
+    if not (resume and folder.checkpoint.is_file()):
+        return new_state(config)
+    state = load_checkpoint(folder.checkpoint, config)
+    say(f"resuming {folder.path} after iteration {state.iteration}")
+    if state.early_stopping.stopped and state.iteration < config.run.iterations:
+        if extend:
+            state.early_stopping.restart()
+        else:
+            say(f"the run had stopped early (no improvement for {config.dagger.patience} "
+                "iterations); give --iterations to continue it")
+    return state
 
-    for scheme in config.eval.baselines:
-        try:
-            validate_schemes([scheme])
-        except UserError as e:
-            raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
-    resolve_link_entries(config.links.train, "train")
-    resolve_validation_links(config)
+
+@dataclass
+class _Run:
+    """What every iteration of one run uses, set up once by train()."""
+
+    config: TrainConfig
+    folder: RunFolder
+    pool: RolloutPool
+    train_specs: list[str]
+    validation_links: list[Any]
+    writer: Any  # TensorBoard's SummaryWriter on the run folder
+    progress: bool
+    say: Callable[[str], None]
 
 
-def _iteration(config: TrainConfig, state: DaggerState, pool: RolloutPool,
-               train_specs: Sequence[str], validation_links: Sequence[Any], writer: Any,
-               checkpoint_path: Path, policy_path: Path, progress: bool,
-               say: Callable[[str], None]) -> None:
+@dataclass
+class _Figures:
+    """One iteration's figures: its history entry, its TensorBoard scalars, its printed line."""
+
+    iteration: int
+    beta: float
+    learning_rate: float
+    loss: float = math.nan
+    agreement: float = math.nan  # on the held-out episodes
+    balanced_agreement: float = math.nan
+    rollout_agreement: float = math.nan  # the policy's own choices during the rollouts
+    scores: dict[str, float] = field(default_factory=dict)  # eval/ scalars; "score" the mean
+    env_steps: int = 0
+    rollout_s: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.env_steps / self.rollout_s if self.rollout_s > 0 else 0.0
+
+
+def _iteration(run: _Run, state: DaggerState) -> None:
+    """Roll out, aggregate, retrain, validate; then keep the best policy and checkpoint."""
     from tqdm import tqdm
 
-    d, ev = config.dagger, config.eval
+    config, d = run.config, run.config.dagger
     k = state.iteration + 1
-    beta = beta_for(k, d.beta0, d.beta_decay)
-    lr = learning_rate(config, k)
-    tasks = make_tasks(config, train_specs, k, state.policy if k > 1 else None)
-    total = len(tasks) + d.epochs + 1
-    with tqdm(total=total, desc=f"iteration {k}/{config.run.iterations}", unit="stage",
-              disable=not progress, leave=False) as bar:
-        bar.set_postfix_str(f"rollouts, beta={beta:.3f}")
+    figures = _Figures(k, beta_for(k, d.beta0, d.beta_decay), learning_rate(config, k))
+    tasks = make_tasks(config, run.train_specs, k, state.policy if k > 1 else None)
+    with tqdm(total=len(tasks) + d.epochs + 1, desc=f"iteration {k}/{config.run.iterations}",
+              unit="stage", disable=not run.progress, leave=False) as bar:
+        bar.set_postfix_str(f"rollouts, beta={figures.beta:.3f}")
         started = time.perf_counter()
-        results = pool.run(tasks, on_done=lambda _: bar.update())
-        rollout_s = time.perf_counter() - started
-        episodes = [e for r in results for e in r.episodes()]
-        env_steps = sum(r.env_steps for r in results)
-        chosen = sum(r.policy_steps for r in results)
-        rollout_agreement = (sum(r.policy_agreed for r in results) / chosen) if chosen else math.nan
-
-        new_train, new_holdout = _split(episodes, d.holdout_fraction,
-                                        np.random.default_rng([config.run.seed, k, SPLIT_STREAM]))
-        state.train_episodes.extend(new_train)
-        state.holdout_episodes.extend(new_holdout)
+        results = run.pool.run(run_rollout, tasks, lambda _: bar.update())
+        figures.rollout_s = time.perf_counter() - started
+        _aggregate(run, state, figures, results)
 
         bar.set_postfix_str("training")
-        set_learning_rate(state.optimizer, lr)
-        weights = class_weights(state.train_episodes, state.policy.num_actions,
-                                d.class_weight_power) if d.class_weight_power > 0 else None
-        loss = train_epochs(
-            state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size,
-            d.bptt_len, config.optimizer.grad_clip,
-            np.random.default_rng([config.run.seed, k, SHUFFLE_STREAM]), weights,
-            on_epoch=lambda value: (bar.update(), bar.set_postfix_str(f"loss={value:.4f}")))
-        held, balanced = agreement(state.policy, state.holdout_episodes or state.train_episodes)
+        _learn(config, state, figures,
+               lambda value: (bar.update(), bar.set_postfix_str(f"loss={value:.4f}")))
 
         bar.set_postfix_str("validation")
-        rows = validate_policy(state.policy, validation_links, ev.validation_length_s,
+        ev = config.eval
+        rows = validate_policy(state.policy, run.validation_links, ev.validation_length_s,
                                ev.runs, config.run.seed)
-        scores = summarize_rows(rows)
+        figures.scores = summarize_rows(rows)
         bar.update()
+    _record(run, state, figures)
 
+
+def _aggregate(run: _Run, state: DaggerState, figures: _Figures,
+               results: Sequence[RolloutResult]) -> None:
+    """Adds the rollouts' episodes to the dataset, split into training and held-out ones."""
+    episodes = [e for r in results for e in r.episodes()]
+    figures.env_steps = sum(r.env_steps for r in results)
+    chosen = sum(r.policy_steps for r in results)
+    if chosen:
+        figures.rollout_agreement = sum(r.policy_agreed for r in results) / chosen
+    rng = np.random.default_rng([run.config.run.seed, figures.iteration, SPLIT_STREAM])
+    new_train, new_holdout = _split(episodes, run.config.dagger.holdout_fraction, rng)
+    state.train_episodes.extend(new_train)
+    state.holdout_episodes.extend(new_holdout)
+
+
+def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
+           on_epoch: Callable[[float], None]) -> None:
+    """Retrains the policy on the whole dataset; measures held-out agreement."""
+    d = config.dagger
+    set_learning_rate(state.optimizer, figures.learning_rate)
+    weights = class_weights(state.train_episodes, state.policy.num_actions,
+                            d.class_weight_power) if d.class_weight_power > 0 else None
+    figures.loss = train_epochs(
+        state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size, d.bptt_len,
+        config.optimizer.grad_clip,
+        np.random.default_rng([config.run.seed, figures.iteration, SHUFFLE_STREAM]), weights,
+        on_epoch=on_epoch)
+    figures.agreement, figures.balanced_agreement = agreement(
+        state.policy, state.holdout_episodes or state.train_episodes)
+
+
+def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
+    """Keeps the policy if it is the best so far, logs the iteration, writes the checkpoint."""
+    k, score = figures.iteration, figures.scores["score"]
     state.iteration = k
-    state.env_steps += env_steps
-    score = scores["score"]
-    improved = False
-    if held > state.best_agreement + d.min_delta:
-        state.best_agreement, improved = held, True
-    if score > state.best_score + d.min_delta:
-        improved = True
-    if score > state.best_score or not policy_path.is_file():
-        state.best_score = max(score, state.best_score)
-        state.best_iteration = k
-        state.policy.save(policy_path)
-    state.stale = 0 if improved else state.stale + 1
-    if state.stale >= d.patience and k < config.run.iterations:
-        state.stopped_early = True
-    state.history.append({"iteration": float(k), "loss": loss, "agreement": held,
-                          "balanced_agreement": balanced, "score": score, "beta": beta})
-
-    writer.add_scalar("losses/loss", loss, k)
-    writer.add_scalar("losses/learning_rate", lr, k)
-    writer.add_scalar("dagger/expert_agreement", held, k)
-    writer.add_scalar("dagger/balanced_agreement", balanced, k)
-    if not math.isnan(rollout_agreement):
-        writer.add_scalar("dagger/rollout_agreement", rollout_agreement, k)
-    writer.add_scalar("dagger/beta", beta, k)
-    writer.add_scalar("dagger/dataset_size", state.dataset_size, k)
-    writer.add_scalar("dagger/episodes", len(state.train_episodes) + len(state.holdout_episodes), k)
-    for tag, value in scores.items():
-        writer.add_scalar(f"eval/{tag}", value, k)
-    for tag, value in state.reference.items():
-        writer.add_scalar(f"eval/{tag}", value, k)
-    writer.add_scalar("charts/SPS", env_steps / rollout_s if rollout_s > 0 else 0.0, k)
-    writer.flush()
+    state.env_steps += figures.env_steps
+    if state.early_stopping.update(k, score, agreement=figures.agreement):
+        state.policy.save(run.folder.policy)
+    state.history.append({"iteration": float(k), "loss": figures.loss,
+                          "agreement": figures.agreement,
+                          "balanced_agreement": figures.balanced_agreement, "score": score,
+                          "beta": figures.beta})
+    _log(run.writer, state, figures)
     # The checkpoint comes last: once it exists, the iteration's events and policy.pt do too.
-    save_checkpoint(checkpoint_path, state)
+    save_checkpoint(run.folder.checkpoint, state)
 
-    say(f"iteration {k}: loss {loss:.4f}  agreement {held:.3f} (balanced {balanced:.3f})  "
-        f"score {score:.3f}  "
-        f"beta {beta:.3f}  dataset {state.dataset_size} steps  "
-        f"SPS {env_steps / max(rollout_s, 1e-9):.0f}"
-        + ("  (best)" if state.best_iteration == k else ""))
-    if state.stopped_early:
-        say(f"stopping early: no improvement for {d.patience} iterations")
+    run.say(f"iteration {k}: loss {figures.loss:.4f}  agreement {figures.agreement:.3f} "
+            f"(balanced {figures.balanced_agreement:.3f})  score {score:.3f}  "
+            f"beta {figures.beta:.3f}  dataset {state.dataset_size} steps  "
+            f"SPS {figures.steps_per_second:.0f}"
+            + ("  (best)" if state.early_stopping.best_iteration == k else ""))
+    if state.early_stopping.stopped and k < run.config.run.iterations:
+        run.say(f"stopping early: no improvement for {run.config.dagger.patience} iterations")
+
+
+def _log(writer: Any, state: DaggerState, figures: _Figures) -> None:
+    k = figures.iteration
+    scalars = {"losses/loss": figures.loss, "losses/learning_rate": figures.learning_rate,
+               "dagger/expert_agreement": figures.agreement,
+               "dagger/balanced_agreement": figures.balanced_agreement,
+               "dagger/rollout_agreement": figures.rollout_agreement,
+               "dagger/beta": figures.beta, "dagger/dataset_size": state.dataset_size,
+               "dagger/episodes": len(state.train_episodes) + len(state.holdout_episodes),
+               "charts/SPS": figures.steps_per_second}
+    scalars.update({f"eval/{tag}": value for tag, value in figures.scores.items()})
+    scalars.update({f"eval/{tag}": value for tag, value in state.reference.items()})
+    for tag, value in scalars.items():
+        if not math.isnan(value):  # no rollout agreement before the policy first acts
+            writer.add_scalar(tag, value, k)
+    writer.flush()

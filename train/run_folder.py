@@ -1,0 +1,114 @@
+"""A training run's folder, runs/<name>__<seed>__<YYYYmmdd-HHMMSS>/, and what it holds.
+
+The one module that knows the layout (CleanRL's): every trainer, `ccgym train`, `ccgym export`
+and `lstm:RUN_DIR` schemes find the files through it.
+
+    config.toml      the resolved config (`--resume` reads it back)
+    checkpoint.pt    the trainer's state after its last finished iteration (written atomically)
+    policy.pt        the best policy so far (what `lstm:RUN_DIR` and `ccgym export RUN_DIR` load)
+    leaderboard.txt  the final table on the validation links
+    events.out.*     TensorBoard events (`tensorboard --logdir runs`)
+
+Imports stay light (no torch): `ccgym eval` resolves `lstm:` arguments through here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+from ccgym.files import atomic_write_text
+
+CONFIG_FILE = "config.toml"
+CHECKPOINT_FILE = "checkpoint.pt"
+POLICY_FILE = "policy.pt"
+LEADERBOARD_FILE = "leaderboard.txt"
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / CHECKPOINT_FILE
+
+    @property
+    def policy(self) -> Path:
+        return self.path / POLICY_FILE
+
+    @property
+    def leaderboard(self) -> Path:
+        return self.path / LEADERBOARD_FILE
+
+    @classmethod
+    def create(cls, out: Path, name: str, seed: int) -> RunFolder:
+        """A new folder out/<name>__<seed>__<YYYYmmdd-HHMMSS>, with a suffix if that second is
+        taken (two runs started together)."""
+        base = out / f"{name}__{seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+        path, n = base, 1
+        while True:
+            try:
+                path.mkdir(parents=True)
+                return cls(path)
+            except FileExistsError:
+                n += 1
+                path = base.with_name(f"{base.name}-{n}")
+
+    @classmethod
+    def existing(cls, path: str | os.PathLike, flag: str = "--resume") -> RunFolder:
+        """A run folder given on the command line: it must hold its config."""
+        folder = cls(Path(path))
+        if not folder.config.is_file():
+            raise UserError(f"{flag} {folder.path}: not a run folder (no {CONFIG_FILE})")
+        return folder
+
+    def write_config(self, config: Any) -> None:
+        from ccgym.train.config import to_toml
+
+        atomic_write_text(self.config, to_toml(
+            config, header="Resolved training config (defaults filled in); "
+                           "`ccgym train --resume` reads it."))
+
+    def load_config(self) -> Any:
+        from ccgym.train.config import load_config
+
+        return load_config(self.config)
+
+    def events_writer(self, purge_step: int) -> Any:
+        """TensorBoard's writer on this folder. purge_step drops events that a killed run
+        logged after its last checkpoint, so a resumed run logs each iteration once."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(str(self.path), purge_step=purge_step)
+
+
+def hyperparameter_table(config: Any) -> str:
+    """The config as a Markdown table (TensorBoard's text tab renders it), CleanRL style."""
+    lines = ["| parameter | value |", "|-|-|"]
+    for key, value in config.flat().items():
+        lines.append(f"| {key} | {value} |")
+    return "\n".join(lines)
+
+
+def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
+    """A run folder -> its policy.pt; a file is taken as is."""
+    text = str(argument).strip()
+    if not text:
+        raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        path = RunFolder(path).policy
+        if not path.is_file():
+            raise UserError(f"{what}{text}: the run folder holds no {POLICY_FILE} yet")
+    elif not path.is_file():
+        raise UserError(f"{what}{text}: no such run folder or policy file")
+    return path

@@ -1,0 +1,117 @@
+"""Validation: the policy's score on held-out links, every iteration, for any trainer.
+
+The figures are those of `ccgym eval` on the same links, seeds and lengths (one scoring code,
+analysis.evaluate), so that a run's eval/ curves and its final leaderboard agree. The reference
+lines (the oracle, the best baseline) are scored once at the start of a run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ccgym.errors import UserError
+from ccgym.policies.lstm import LstmPolicy
+from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
+
+
+def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float | None, runs: int,
+                    seed: int) -> list[dict[str, Any]]:
+    """The policy on every validation link (runs seeds each) for duration_s, or None: each
+    link's default length (a trace once, as ccgym eval runs it). All simulations are stepped
+    in lockstep so that inference is one batch; one leaderboard row per link."""
+    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms, score_simulation
+    from ccgym.emulators import _core
+    from ccgym.policies.lstm_scheme import LstmScheme
+
+    seeds = [seed + r for r in range(runs)]
+    ends = [link_duration_ms(link, duration_s) for link in links]
+    sims, slots = [], []
+    by_end: dict[float, list[Any]] = {}  # simulations that stop at the same time
+    for link, end_ms in zip(links, ends):
+        for s in seeds:
+            sim = _core.Simulator(link.spec, [("external", 0.0, -1.0)], s)
+            sims.append(sim)
+            slots.append(Slot(sim, 0, link, s))
+            by_end.setdefault(end_ms, []).append(sim)
+    scheme = LstmScheme.from_policy(policy)
+    scheme.reset(slots)
+    for k in range(math.ceil(max(ends, default=0.0) / _core.STEP_MS)):
+        # Every slot stays in the batch (the scheme keeps one recurrent state per slot). A
+        # simulation past its end is not advanced: its metrics stop there, so that would be
+        # work thrown away (the Poisson traces end at 60 s, att-lte-driving at 786 s).
+        scheme.decide(slots)
+        start, until = k * _core.STEP_MS, (k + 1) * _core.STEP_MS
+        for end_ms, group in by_end.items():
+            if end_ms > start:
+                _core.run_all_until(group, min(end_ms, until), 0)
+    rows = []
+    for i, (link, end_ms) in enumerate(zip(links, ends)):
+        metrics = [score_simulation(sim, end_ms)[0] for sim in sims[i * runs:(i + 1) * runs]]
+        rows.append(aggregate(link, "lstm", metrics))
+    return rows
+
+
+def finite_mean(values: Sequence[float | None]) -> float:
+    """Mean of the scores; -inf if any is -inf (a link where nothing got through)."""
+    numbers = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    return float(np.mean(numbers)) if numbers else math.nan
+
+
+def summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """eval/ scalars: the mean score over links, and per link group the mean score,
+    throughput and 95% end-to-end delay."""
+    out = {"score": finite_mean([r["score"] for r in rows])}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get("group") or "links"), []).append(row)
+    for group, members in groups.items():
+        out[f"{group}/score"] = finite_mean([r["score"] for r in members])
+        out[f"{group}/throughput_mbps"] = finite_mean([r["throughput_mbps"] for r in members])
+        out[f"{group}/e2e_delay_ms"] = finite_mean([r["e2e_delay_p95_ms"] for r in members])
+    return out
+
+
+def reference_scores(config: TrainConfig, links: Sequence[Any],
+                     warn: Callable[[str], None]) -> dict[str, float]:
+    """Mean validation score of the oracle and of the best baseline: reference lines."""
+    from ccgym.analysis.evaluate import evaluate
+
+    ev = config.eval
+    out: dict[str, float] = {}
+    schemes = list(ev.baselines)
+    if schemes:
+        rows, _ = evaluate(links, schemes, runs=ev.runs, seed=config.run.seed,
+                           duration_s=ev.validation_length_s, progress=False)
+        by_scheme = {s: finite_mean([r["score"] for r in rows if r["scheme"] == s])
+                     for s in schemes}
+        best = max(by_scheme, key=lambda s: by_scheme[s])
+        out["best_baseline_score"] = by_scheme[best]
+        warn(f"best baseline on the validation links: {best} ({by_scheme[best]:.3f})")
+    if ev.oracle:
+        try:
+            rows, _ = evaluate(links, ["oracle"], runs=ev.runs, seed=config.run.seed,
+                               duration_s=ev.validation_length_s, progress=False)
+        except UserError as e:
+            warn(f"no oracle reference: {e}")
+        else:
+            out["oracle_score"] = finite_mean([r["score"] for r in rows if r["scheme"] == "oracle"])
+    return out
+
+
+def check_config(config: TrainConfig) -> None:
+    """What can only be checked against the build and the files: the baselines exist and the
+    links resolve. A misspelt baseline fails now, not after the training it was to be
+    compared with."""
+    from ccgym.analysis.evaluate import validate_schemes
+
+    for scheme in config.eval.baselines:
+        try:
+            validate_schemes([scheme])
+        except UserError as e:
+            raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
+    resolve_link_entries(config.links.train, "train")
+    resolve_validation_links(config)
