@@ -41,8 +41,6 @@ constexpr const char* kLstmPrefix = "lstm:";
 // The window a learned policy starts from: the ExternalWindow default, as in the
 // simulator's environment.
 constexpr double kInitialPolicyWindow = 10;
-// The previous action before the first step: "+0", no change.
-constexpr int kInitialPreviousAction = 2;
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.
@@ -78,12 +76,12 @@ class LearnedPolicy {
   LearnedPolicy(const std::string& path, int hidden_size, ExternalWindow* window)
       : runner_(path, hidden_size), window_(window) {}
 
-  // One decision from the current features (sender clock now), timed from the
+  // One decision from the current features at now_ms (sender clock), timed from the
   // observation to the new window.
-  void step(const Features& features) {
+  void step(const Features& features, double now_ms) {
     const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
-    const int action = runner_.act(features.observation(current, previous_action_));
+    const int action = runner_.act(features.observation(current, previous_action_, now_ms));
     take_policy_action(features, *window_, action);
     previous_action_ = action;
     times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
@@ -95,7 +93,7 @@ class LearnedPolicy {
  private:
   PolicyRunner runner_;
   ExternalWindow* window_;
-  int previous_action_ = kInitialPreviousAction;
+  int previous_action_ = kHoldAction;  // before the first step: no change
   DecisionTimes times_;
 #endif
 };
@@ -233,7 +231,7 @@ int run(int argc, char** argv) {
     now_ms = clock.now_ms();
     if (policy && now_ms >= next_step_ms) {
 #ifdef CCGYM_HAVE_OPENCV
-      policy->step(sender.features());
+      policy->step(sender.features(), now_ms);
 #endif
       // After a stall, the next decision is on the step grid, not a burst of
       // catch-up decisions on stale features.

@@ -71,7 +71,7 @@ nb::dict feature_dict(const FeatureValues& v) {
 class VecSimulator {
  public:
   explicit VecSimulator(std::size_t n, int threads)
-      : sims_(n), previous_action_(n, 2), threads_(threads) {}
+      : sims_(n), previous_action_(n, kHoldAction), threads_(threads) {}
   VecSimulator(const VecSimulator&) = delete;
   VecSimulator& operator=(const VecSimulator&) = delete;
 
@@ -84,7 +84,7 @@ class VecSimulator {
     sims_[i] = std::make_unique<Simulator>(parse_link_spec(link), std::vector<FlowSpec>{flow},
                                            seed, /*record_log=*/false);
     sims_[i]->external(0)->set_window(window);
-    previous_action_[i] = 2;
+    previous_action_[i] = kHoldAction;
   }
 
   Simulator& sim(std::size_t i) {
@@ -141,6 +141,10 @@ NB_MODULE(_core, m) {
   m.attr("RATE_TOP_MBPS") = kRateTopMbps;
   m.attr("WINDOW_UNIT") = kWindowUnit;
   m.attr("OBSERVATION_VERSION") = kObservationVersion;
+  m.attr("OBS_SCALED") = kObsScaled;
+  m.attr("OBS_ACTION_OFFSET") = kObsActionOffset;
+  m.attr("OBS_SIGNED_INDEX") = kObsSignedIndex;
+  m.attr("HOLD_ACTION") = kHoldAction;
   m.attr("DATA_PACKET_BYTES") = kDataPacketBytes;
   nb::list actions;
   for (const auto& a : kActions)
@@ -239,7 +243,7 @@ NB_MODULE(_core, m) {
       "A learned policy's action: the new window (no growth before the flow's first ACK).")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
         check_flow(s, flow);
-        auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action);
+        auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action, s.now_ms());
         return to_numpy<float>(std::vector<float>(obs.begin(), obs.end()));
       }, "previous_action"_a, "flow"_a = 0)
       .def("features", [](Simulator& s, std::size_t flow) {
@@ -288,7 +292,8 @@ NB_MODULE(_core, m) {
         std::vector<float> out(v.size() * kObsDim);
         for (std::size_t i = 0; i < v.size(); ++i) {
           SenderModel& sender = v.sim(i).sender(0);
-          auto obs = sender.features().observation(sender.window(), v.previous_action(i));
+          auto obs = sender.features().observation(sender.window(), v.previous_action(i),
+                                                   v.sim(i).now_ms());
           std::copy(obs.begin(), obs.end(), out.begin() + static_cast<long>(i * kObsDim));
         }
         return to_numpy_2d<float>(std::move(out), v.size(), kObsDim);

@@ -20,6 +20,9 @@ struct Action {
 inline constexpr std::array<Action, 5> kActions = {{
     {Op::kMultiply, 0.5}, {Op::kAdd, -10}, {Op::kAdd, 0}, {Op::kAdd, 10}, {Op::kMultiply, 2}}};
 inline constexpr int kNumActions = static_cast<int>(kActions.size());
+// "+0": the window stays. The previous action before a flow's first decision.
+inline constexpr int kHoldAction = 2;
+static_assert(kActions[kHoldAction].op == Op::kAdd && kActions[kHoldAction].value == 0);
 
 inline double apply_action(double window, int action) {
   const Action& a = kActions[static_cast<std::size_t>(action)];
@@ -41,8 +44,8 @@ inline double apply_policy_action(double window, int action, bool acked) {
 // The action whose result is closest to the target window (the expert's choice);
 // ties go to the smaller change.
 inline int closest_action(double window, double target) {
-  int best = 2;
-  double best_gap = std::abs(apply_action(window, 2) - target);
+  int best = kHoldAction;
+  double best_gap = std::abs(apply_action(window, kHoldAction) - target);
   for (int a = 0; a < kNumActions; ++a) {
     const double gap = std::abs(apply_action(window, a) - target);
     if (gap < best_gap - 1e-9) {

@@ -17,13 +17,18 @@ constexpr double kMinRateIntervalMs = 1.0;
 
 void Features::on_sent(uint64_t seq, uint32_t bytes, double send_ms) {
   (void)send_ms;
+  packet_bytes_ = std::max<uint32_t>(bytes, 1);
   in_flight_.push_back({seq, sent_bytes_, delivered_bytes_, delivered_ms_});
   sent_bytes_ += bytes;
 }
 
 void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_ms) {
   // Records of datagrams older than this ACK belong to lost ones: forget them.
-  while (!in_flight_.empty() && in_flight_.front().seq < seq) in_flight_.pop_front();
+  uint64_t lost = 0;
+  while (!in_flight_.empty() && in_flight_.front().seq < seq) {
+    in_flight_.pop_front();
+    ++lost;
+  }
   if (in_flight_.empty() || in_flight_.front().seq != seq) return;  // unknown or duplicate
   const SentRecord sent = in_flight_.front();
   in_flight_.pop_front();
@@ -33,6 +38,9 @@ void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_m
   values_.last_rtt_ms = rtt;
   values_.min_rtt_ms = first ? rtt : std::min(values_.min_rtt_ms, rtt);
   values_.delay_ewma_ms = ewma(values_.delay_ewma_ms, rtt - values_.min_rtt_ms, first);
+  values_.last_ack_ms = ack_ms;
+  values_.loss_ewma = ewma(values_.loss_ewma, static_cast<double>(lost) / static_cast<double>(lost + 1),
+                           first);
 
   delivered_bytes_ += bytes;
   // Delivery rate as BBR measures it: bytes acknowledged since this datagram
@@ -54,14 +62,31 @@ double log_scaled(double x, double unit, double top) {
   return std::log1p(std::max(0.0, x) / unit) / std::log1p(top / unit);
 }
 
-std::array<float, kObsDim> Features::observation(double window, int previous_action) const {
+std::array<float, kObsDim> Features::observation(double window, int previous_action,
+                                                 double now_ms) const {
   std::array<float, kObsDim> obs{};
   obs[0] = static_cast<float>(log_scaled(values_.delay_ewma_ms, kDelayUnitMs, kDelayTopMs));
   obs[1] = static_cast<float>(
       log_scaled(values_.delivery_rate_mbps, kRateUnitMbps, kRateTopMbps));
   obs[2] = static_cast<float>(log_scaled(values_.send_rate_mbps, kRateUnitMbps, kRateTopMbps));
   obs[3] = static_cast<float>(log_scaled(window, kWindowUnit, kMaxWindow));
-  if (previous_action >= 0 && previous_action < kNumActions) obs[4 + previous_action] = 1.0f;
+  if (have_sample_) {
+    obs[4] = static_cast<float>(log_scaled(values_.min_rtt_ms, kDelayUnitMs, kDelayTopMs));
+    obs[5] = static_cast<float>(
+        log_scaled(values_.last_rtt_ms - values_.min_rtt_ms, kDelayUnitMs, kDelayTopMs));
+    obs[6] = static_cast<float>(
+        log_scaled(now_ms - values_.last_ack_ms, kDelayUnitMs, kDelayTopMs));
+    const double pipe_packets = values_.delivery_rate_mbps / kBytesPerMsToMbps *
+                                values_.min_rtt_ms / packet_bytes_;
+    if (pipe_packets > 0) {
+      const double ratio = std::log2(window / pipe_packets) / kPipeRatioLog2Top;
+      obs[kObsSignedIndex] = static_cast<float>(std::clamp(ratio, -1.0, 1.0));
+    }
+    obs[8] = static_cast<float>(values_.loss_ewma);
+  }
+  if (previous_action >= 0 && previous_action < kNumActions) {
+    obs[kObsActionOffset + previous_action] = 1.0f;
+  }
   return obs;
 }
 

@@ -8,7 +8,17 @@
 //   1 EWMA of delivery rate                    unit kRateUnitMbps, top kRateTopMbps
 //   2 EWMA of sending rate                     unit kRateUnitMbps, top kRateTopMbps
 //   3 current window (packets)                 unit kWindowUnit,   top kMaxWindow
-//   4..8 previous action, one-hot (kNumActions)
+//   4 min RTT                                  unit kDelayUnitMs,  top kDelayTopMs
+//   5 the latest RTT's queueing delay          unit kDelayUnitMs,  top kDelayTopMs
+//   6 time since the last ACK                  unit kDelayUnitMs,  top kDelayTopMs
+//   7 window over the pipe it measures (EWMA delivery rate x min RTT), as
+//     log2(ratio) / kPipeRatioLog2Top clipped to [-1, 1]: 0 at a full pipe, no queue
+//   8 EWMA of the fraction of datagrams found lost, per ACK (0..1)
+//   9.. previous action, one-hot (kNumActions)
+// Why 4-8 (version 3): Indigo's state cannot tell a window below the pipe from one at it
+// (both show no queue), nor an ACK path that stalls from a queue that grows; the min RTT,
+// the undamped latest queueing delay, the ACK silence and the window-to-pipe ratio give
+// the policy those readings directly instead of through its memory.
 // Why logarithms: a link with k times the rate or the RTT then shows the same shapes moved
 // by ln k, not stretched k-fold, so a policy carries beyond the rates and delays it trained
 // on; and ln(window) - ln(delivery rate) = ln(RTT) + const, a linear read of the RTT that a
@@ -33,11 +43,18 @@ inline constexpr double kRateTopMbps = 1000;
 // Windows count whole packets, up to kMaxWindow.
 inline constexpr double kWindowUnit = 1;
 // Bumped whenever the observation's meaning changes: a policy trained on another version
-// would read it wrongly. 1 was the linear scaling.
-inline constexpr int kObservationVersion = 2;
+// would read it wrongly. 1 was the linear scaling, 2 Indigo's state alone.
+inline constexpr int kObservationVersion = 3;
 // Indigo's EWMA weight for a new sample.
 inline constexpr double kEwmaGain = 0.125;
-inline constexpr int kObsDim = 4 + kNumActions;
+// A window 16 times the pipe (or a sixteenth of it) is as far as feature 7 tells apart.
+inline constexpr double kPipeRatioLog2Top = 4;
+// The scaled quantities, then the previous action's one-hot from kObsActionOffset.
+inline constexpr int kObsScaled = 9;
+inline constexpr int kObsActionOffset = kObsScaled;
+inline constexpr int kObsDim = kObsScaled + kNumActions;
+// Observation entries that may be negative (feature 7); the others are >= 0.
+inline constexpr int kObsSignedIndex = 7;
 
 // ln(1 + x / unit) / ln(1 + top / unit); negative x (none arise) counts as 0.
 double log_scaled(double x, double unit, double top);
@@ -48,6 +65,8 @@ struct FeatureValues {
   double send_rate_mbps = 0;
   double min_rtt_ms = 0;  // 0 until the first ACK
   double last_rtt_ms = 0;
+  double last_ack_ms = 0;  // sender clock of the newest ACK; 0 until the first
+  double loss_ewma = 0;    // fraction of datagrams found lost, averaged per ACK
 };
 
 class Features {
@@ -58,8 +77,8 @@ class Features {
   void on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_ms);
 
   const FeatureValues& values() const { return values_; }
-  // The scaled observation for a window and the previous action.
-  std::array<float, kObsDim> observation(double window, int previous_action) const;
+  // The scaled observation at now_ms (sender clock) for a window and the previous action.
+  std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
 
  private:
   // What the sender had done when a datagram left, to measure rates over its flight.
@@ -74,6 +93,7 @@ class Features {
   double sent_bytes_ = 0;
   double delivered_bytes_ = 0;
   double delivered_ms_ = 0;
+  uint32_t packet_bytes_ = 1500;  // the latest datagram's size: windows count datagrams
   Ring<SentRecord> in_flight_;
 };
 

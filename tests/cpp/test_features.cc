@@ -1,6 +1,7 @@
 // Indigo's state: the values measured from sends and ACKs, and their log-scaled observation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "policies/cpp/features.hh"
@@ -41,18 +42,57 @@ TEST(Features, QueueingDelayIsTheRttAboveTheMinimumAveraged) {
 TEST(Features, ObservationScalesEachValueAndOneHotsThePreviousAction) {
   Features features;
   features.on_sent(0, kBytes, 0);
+  features.on_sent(1, kBytes, 10);
   features.on_ack(0, kBytes, 0, 40);
+  features.on_ack(1, kBytes, 10, 70);  // RTT 60: 20 ms above the minimum
   const FeatureValues& v = features.values();
-  const auto obs = features.observation(/*window=*/40, /*previous_action=*/3);
-  EXPECT_FLOAT_EQ(obs[0], static_cast<float>(log_scaled(v.delay_ewma_ms, kDelayUnitMs,
-                                                         kDelayTopMs)));
+  const auto obs = features.observation(/*window=*/40, /*previous_action=*/3, /*now_ms=*/95);
+  const auto delay = [](double ms) { return static_cast<float>(log_scaled(ms, kDelayUnitMs, kDelayTopMs)); };
+  EXPECT_FLOAT_EQ(obs[0], delay(v.delay_ewma_ms));
   EXPECT_FLOAT_EQ(obs[1], static_cast<float>(log_scaled(v.delivery_rate_mbps, kRateUnitMbps,
                                                          kRateTopMbps)));
   EXPECT_FLOAT_EQ(obs[2], static_cast<float>(log_scaled(v.send_rate_mbps, kRateUnitMbps,
                                                          kRateTopMbps)));
   EXPECT_FLOAT_EQ(obs[3], static_cast<float>(log_scaled(40, kWindowUnit, kMaxWindow)));
+  EXPECT_FLOAT_EQ(obs[4], delay(40));        // min RTT
+  EXPECT_FLOAT_EQ(obs[5], delay(20));        // the latest RTT's queueing, undamped
+  EXPECT_FLOAT_EQ(obs[6], delay(95 - 70));   // since the last ACK
+  const double pipe = v.delivery_rate_mbps * 1000 / 8 * 40 / kBytes;
+  EXPECT_FLOAT_EQ(obs[kObsSignedIndex],
+                  static_cast<float>(std::clamp(std::log2(40 / pipe) / kPipeRatioLog2Top, -1.0, 1.0)));
+  EXPECT_FLOAT_EQ(obs[8], 0);                // nothing lost
   EXPECT_GT(obs[1], 0);
-  for (int a = 0; a < kNumActions; ++a) EXPECT_EQ(obs[4 + a], a == 3 ? 1.0f : 0.0f) << a;
+  for (int a = 0; a < kNumActions; ++a) EXPECT_EQ(obs[kObsActionOffset + a], a == 3 ? 1.0f : 0.0f) << a;
+}
+
+TEST(Features, BeforeTheFirstAckOnlyTheWindowAndActionShow) {
+  Features features;
+  features.on_sent(0, kBytes, 0);
+  const auto obs = features.observation(/*window=*/10, kHoldAction, /*now_ms=*/50);
+  for (int i = 0; i < kObsScaled; ++i) {
+    if (i != 3) {
+      EXPECT_EQ(obs[i], 0.0f) << i;
+    }
+  }
+  EXPECT_EQ(obs[kObsActionOffset + kHoldAction], 1.0f);
+}
+
+TEST(Features, WindowAtThePipeReadsZeroAndDatagramsSkippedCountAsLost) {
+  Features features;
+  // One datagram every ms over a 40 ms RTT: a pipe of 40 datagrams, measured at 40.
+  for (uint64_t ms = 0; ms <= 140; ++ms) {
+    if (ms >= 40) features.on_ack(ms - 40, kBytes, static_cast<double>(ms - 40), static_cast<double>(ms));
+    if (ms < 140) features.on_sent(ms, kBytes, static_cast<double>(ms));
+  }
+  const auto full = features.observation(/*window=*/40, kHoldAction, /*now_ms=*/140);
+  EXPECT_NEAR(full[kObsSignedIndex], 0, 0.02);
+  EXPECT_GT(features.observation(80, kHoldAction, 140)[kObsSignedIndex], 0.2f);
+  EXPECT_LT(features.observation(20, kHoldAction, 140)[kObsSignedIndex], -0.2f);
+  EXPECT_EQ(full[8], 0.0f);
+  // Datagrams 101-103 never come back: the ACK of 104 finds three lost before it.
+  features.on_ack(104, kBytes, 104, 144);
+  EXPECT_NEAR(features.values().loss_ewma, kEwmaGain * 3.0 / 4.0, 1e-12);
+  EXPECT_GT(features.observation(40, kHoldAction, 144)[8], 0.0f);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ import pytest
 
 from ccgym.analysis.logs import read_tsv_log
 from ccgym.deploy.harness import find_program
+from ccgym.emulators import _core
 from ccgym.errors import UserError
 
 PROGRAMS = ("ccgym-sender", "ccgym-receiver", "ccgym-link")
@@ -381,7 +382,7 @@ def test_sender_recovers_after_acks_are_lost_for_5_s(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the learned policy
 
 HIDDEN = 6
-OBS_DIM, NUM_ACTIONS = 9, 5
+OBS_DIM, NUM_ACTIONS = _core.OBS_DIM, _core.NUM_ACTIONS  # the sender's, from the one C++ source
 
 
 def _lstm_onnx(path: Path, rng: np.random.Generator, out_w: np.ndarray, out_b: np.ndarray):

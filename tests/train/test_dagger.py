@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ccgym.cli import main
+from ccgym.emulators import _core
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
 from ccgym.train.dagger import (DaggerState, beta_for, load_checkpoint, make_tasks,
                                 run_rollout, save_checkpoint, train)
@@ -61,12 +62,12 @@ def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -
     # one-hot of step t+1) is the label of step t.
     tasks[0].exploration = 0.0
     result = run_rollout(tasks[0])
-    previous = result.obs[:, 1:, 4:].argmax(-1)
+    previous = result.obs[:, 1:, _core.OBS_ACTION_OFFSET:].argmax(-1)
     np.testing.assert_array_equal(previous, result.labels[:, :-1])
     # With noise, some executed actions differ from the labels (which stay the expert's).
     tasks[0].exploration = 0.5
     noisy = run_rollout(tasks[0])
-    assert (noisy.obs[:, 1:, 4:].argmax(-1) != noisy.labels[:, :-1]).mean() > 0.2
+    assert (noisy.obs[:, 1:, _core.OBS_ACTION_OFFSET:].argmax(-1) != noisy.labels[:, :-1]).mean() > 0.2
     # Different workers draw different episodes.
     assert not np.array_equal(run_rollout(tasks[1]).obs, result.obs)
 
