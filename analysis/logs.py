@@ -221,3 +221,44 @@ def packet_log_from_acks(sender: TsvLog) -> tuple[PacketLog, float]:
     min_rtt = float(np.min(ack_ms - send_ms))
     offset_ms = min_rtt / 2 - float(np.min(recv_ms - send_ms))
     return _join(_sends(sender), seq, recv_ms + offset_ms), min_rtt
+
+
+# ---------------------------------------------------------------- the link shell's log
+
+SHELL_LEAVING = 0  # direction of packets leaving the shell: the link's data direction
+SHELL_ENTERING = 1
+
+
+def shell_flow_names(shell: TsvLog) -> dict[int, str]:
+    """Flow id -> its 5-tuple, inside first ("tcp:100.64.0.2:40000>100.64.0.1:5201"), from
+    ccgym-shell-link's `# flow_N=...` lines."""
+    return {int(key[len("flow_"):]): value for key, value in shell.trailer.items()
+            if key.startswith("flow_") and key[len("flow_"):].isdigit()}
+
+
+def packet_log_from_shell(shell: TsvLog, flows: Mapping[int, int] | None = None,
+                          direction: int = SHELL_LEAVING) -> PacketLog:
+    """The packet log of one direction of a link shell's log (ccgym-shell-link --log): a
+    packet is 'sent' when it enters the link and 'arrives' when it leaves it, on the link's
+    clock, so one-way delays are the link's own (queueing and propagation).
+
+    flows maps the shell's flow ids to the ids the log should carry; flows not in it are
+    left out (None keeps every flow as numbered). Packets still in the link when the
+    shell stopped are not in its log.
+    """
+    columns = shell.columns
+    missing = [c for c in ("direction", "flow", "seq", "bytes", "enter_ms", "exit_ms", "dropped")
+               if c not in columns]
+    if missing:
+        raise UserError(f"link shell log: missing column(s) {', '.join(missing)}")
+    keep = columns["direction"] == direction
+    flow = columns["flow"].astype(np.int64)
+    if flows is not None:
+        keep &= np.isin(flow, list(flows))
+        flow = np.array([flows.get(int(f), -1) for f in flow], dtype=np.int64)
+    order = np.argsort(columns["enter_ms"][keep], kind="stable")
+    return PacketLog.from_columns({
+        "flow": flow[keep][order], "seq": columns["seq"][keep][order],
+        "bytes": columns["bytes"][keep][order], "send_ms": columns["enter_ms"][keep][order],
+        "arrival_ms": columns["exit_ms"][keep][order], "dropped": columns["dropped"][keep][order],
+    })

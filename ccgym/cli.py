@@ -21,6 +21,7 @@ VERBS = {
     "export": ("ccgym.deploy.cli_export", "export a trained policy to ONNX"),
     "run": ("ccgym.deploy.cli_run", "run a scheme over a real-time emulated link or a real path"),
     "receive": ("ccgym.deploy.cli_receive", "run the UDP receiver for a real path"),
+    "shell": ("ccgym.deploy.cli_shell", "a shell whose traffic crosses an emulated link (TUN + namespace)"),
     "calibrate": ("ccgym.emulators.cli_calibrate", "fit a link spec to a measured run"),
     "report": ("ccgym.analysis.cli_report", "an HTML report of evaluation results"),
 }

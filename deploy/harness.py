@@ -86,8 +86,8 @@ def _die_with_parent() -> None:
 class Process:
     """One endpoint program; stdout is a pipe (for its 'listening on' line), stderr a file."""
 
-    def __init__(self, args: list[str], stderr_path: Path) -> None:
-        self.name = Path(args[0]).name
+    def __init__(self, args: list[str], stderr_path: Path, name: str | None = None) -> None:
+        self.name = name or Path(args[0]).name
         self.stderr_path = stderr_path
         with open(stderr_path, "wb") as err:
             self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err,
@@ -106,12 +106,17 @@ class Process:
 
     def listening_port(self) -> int:
         """Waits for the 'listening on ADDR:PORT' line; a program that exits first failed."""
+        return int(self.first_line(LISTENING).group(2))
+
+    def first_line(self, pattern: re.Pattern[str]) -> re.Match[str]:
+        """Waits for the program's first line, which says it is ready and must match pattern;
+        a program that exits first failed."""
         assert self.popen.stdout is not None
         with selectors.DefaultSelector() as sel:
             sel.register(self.popen.stdout, selectors.EVENT_READ)
             ready = sel.select(STARTUP_TIMEOUT_S)
         line = self.popen.stdout.readline().decode(errors="replace") if ready else ""
-        match = LISTENING.match(line)
+        match = pattern.match(line)
         if not match:
             self.popen.poll()
             if self.popen.returncode is None:
@@ -119,7 +124,7 @@ class Process:
                 raise UserError(f"{self.name} did not start within {STARTUP_TIMEOUT_S:g} s")
             self.popen.wait()
             raise self.failure("could not start")
-        return int(match.group(2))
+        return match
 
     def wait(self, timeout_s: float) -> None:
         try:

@@ -20,12 +20,15 @@ import argparse
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 
 CHUNK_BYTES = 1 << 18
 # Large buffers: the window, not the socket, must limit a fast or long link.
 BUFFER_BYTES = 8 << 20
+# struct tcp_info (linux/tcp.h): tcpi_min_rtt, in microseconds, sits at this byte offset.
+TCP_INFO_MIN_RTT_OFFSET = 148
 
 
 def available_congestion_controls() -> list[str]:
@@ -66,6 +69,10 @@ def send(to: str, cc: str, duration_s: float) -> int:
             sock.send(payload)
         except TimeoutError:
             continue
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    if len(info) >= TCP_INFO_MIN_RTT_OFFSET + 4:
+        (min_rtt_us,) = struct.unpack_from("I", info, TCP_INFO_MIN_RTT_OFFSET)
+        print(f"min_rtt_us={min_rtt_us}", flush=True)
     sock.close()
     return 0
 

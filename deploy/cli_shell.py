@@ -1,0 +1,111 @@
+"""A shell whose traffic crosses an emulated link in real time, as mahimahi's mm-link.
+
+COMMAND (default: your $SHELL) runs in a new network namespace. Every IP packet it
+sends out goes through the link's data direction (rate, queue, loss, delay), every
+packet coming back through its ACK direction, in the same link core as the
+simulator and `ccgym run`; bytes are counted by packet size. Inside, the outside
+is reached at the address in $CCGYM_SHELL_OUTSIDE (also $MAHIMAHI_BASE); nothing is
+routed beyond this machine. The namespace, its devices, addresses and whatever
+still runs inside are removed when COMMAND exits, on an error, Ctrl-C or SIGTERM.
+Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN). Exits with COMMAND's status.
+
+--log DIR keeps the per-packet log (DIR/shell.tsv: direction, flow, size, when each
+packet entered and left the link, drops) and prints each outgoing flow's figures.
+Examples:
+
+  sudo ccgym shell --link rate_mbps=12,delay_ms=20,queue=droptail:packets=100
+  ccgym shell --link trace=cell.up,ack_trace=cell.down,delay_ms=20 --log out -- \\
+      sh -c 'iperf3 -c $CCGYM_SHELL_OUTSIDE -t 10'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ccgym.errors import UserError
+from ccgym.interrupts import sigterm_as_interrupt
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--link", metavar="SPEC", required=True,
+                        help="the link, e.g. rate_mbps=12,delay_ms=20 (data direction: out of the shell)")
+    parser.add_argument("--log", metavar="DIR",
+                        help="write the per-packet log to DIR/shell.tsv and print each flow's figures")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the link's randomness: loss, Poisson deliveries (default 1)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="what to run inside (default: $SHELL)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from ccgym.deploy.shell import link_shell
+    from ccgym.emulators.links import link_from_spec
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        command = [os.environ.get("SHELL") or "/bin/sh"]
+    link = link_from_spec(args.link)
+    log_dir = Path(args.log) if args.log else None
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="ccgym-shell-") as tmp:
+        workdir = log_dir or Path(tmp)
+        log_path = workdir / "shell.tsv" if log_dir else None
+        with link_shell(link.spec, args.seed, log_path, workdir) as shell:
+            status = _run_inside(shell, command)
+    if log_path is not None:
+        _print_flows(log_path)
+    return status
+
+
+def _run_inside(shell, command: list[str]) -> int:
+    """COMMAND inside the shell, on this terminal. With a terminal, Ctrl-C belongs to COMMAND
+    (an interactive shell survives it, as in mm-link); without one it ends the run."""
+    from ccgym.deploy.harness import _die_with_parent
+
+    try:
+        child = subprocess.Popen(shell.enter(command), env=shell.environment(),
+                                 preexec_fn=_die_with_parent)
+    except OSError as e:
+        raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
+    interactive = sys.stdin.isatty()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if interactive else None
+    try:
+        status = child.wait()
+        return status if status >= 0 else 128 - status  # killed by a signal: as a shell says it
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _print_flows(log_path: Path) -> None:
+    """Each flow leaving the shell: packets, Mbit/s and p95 one-way delay over the log's span."""
+    import numpy as np
+
+    from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+    from ccgym.analysis.metrics import delay_p95_ms, loss_rate, throughput_mbps
+
+    tsv = read_tsv_log(log_path)
+    names = shell_flow_names(tsv)
+    log = packet_log_from_shell(tsv)
+    print(f"per-packet log: {log_path}")
+    if not len(log):
+        print("no packet left the shell")
+        return
+    span_ms = float(np.nanmax(log.arrival_ms)) if np.isfinite(log.arrival_ms).any() else 0.0
+    for flow in log.flows():
+        own = log.for_flow(int(flow))
+        tput = throughput_mbps(own, span_ms + 1e-9) if span_ms > 0 else 0.0
+        print(f"  flow {flow} {names.get(int(flow), '?')}: {len(own)} packets, {tput:.2f} Mbit/s "
+              f"over {span_ms / 1000:.1f} s, p95 one-way delay {delay_p95_ms(own):.1f} ms, "
+              f"loss {loss_rate(own):.3f}")
