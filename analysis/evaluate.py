@@ -9,7 +9,6 @@ the policy's inference is batched.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -107,6 +106,7 @@ def run_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float
                flows: int = 1, interval_ms: float = 0.0, threads: int = 0) -> list[Run]:
     """Runs one scheme on one link once per seed; returns the scored runs."""
     from ccgym.emulators import _core
+    from ccgym.emulators.stepping import run_stepped
 
     factory = stepped_scheme_factory(scheme)
     controller = "external" if factory else scheme
@@ -118,10 +118,7 @@ def run_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float
         stepped = factory()
         slots = [Slot(sim, f, link, seed) for sim, seed in zip(sims, seeds) for f in range(flows)]
         stepped.reset(slots)
-        steps = math.ceil(duration_ms / _core.STEP_MS)
-        for k in range(steps):
-            stepped.decide(slots)
-            _core.run_all_until(sims, min(duration_ms, (k + 1) * _core.STEP_MS), threads)
+        run_stepped(sims, [duration_ms] * len(sims), lambda _: stepped.decide(slots), threads)
     runs = []
     for sim, seed in zip(sims, seeds):
         metrics, log, opportunities = score_simulation(sim, duration_ms)

@@ -12,10 +12,15 @@ the path's capacity is unknown: no omniscient row, no utilization.
 
 Schemes: every classic one (cubic, bbr, fixed:20, ...) and learned policies:
 lstm:runs/NAME (exported to ONNX for the run), lstm:FILE.pt or lstm:FILE.onnx.
+Kernel TCP (kernel:cubic, kernel:bbr, kernel:reno: what the kernel offers) runs as a
+bulk transfer through the link shell (`ccgym shell`, needs root), scored from the
+shell's log; --against SCHEME adds a second flow through the same bottleneck, and the
+table gives each flow's share and Jain's index.
 Every process ends with the run, also on Ctrl-C. Examples:
 
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
   ccgym run --link trace=cell.up,delay_ms=20 --scheme lstm:runs/quick --simulate --plots out/
+  sudo ccgym run --link rate_mbps=24,delay_ms=20 --scheme lstm:policy.onnx --against kernel:cubic
   ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json   # far host: ccgym receive --port 9000 --bind 0.0.0.0
 """
 
@@ -47,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"how long the sender sends (default {DEFAULT_DURATION_S:g})")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of the link's and the scheme's randomness (default 1)")
+    parser.add_argument("--against", metavar="SCHEME",
+                        help="a second flow through the same bottleneck, e.g. kernel:cubic; with "
+                             "it (and with --scheme kernel:NAME) the run goes through the link "
+                             "shell (`ccgym shell`, needs root) and reports each flow's share")
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     parser.add_argument("--json", metavar="OUT", help="write the rows as JSON (a list of objects)")
@@ -129,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
         link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
     else:
         link = link_from_spec(args.link)
+    if args.against or args.scheme.startswith("kernel:"):
+        from ccgym.deploy.cli_shell import run_through_shell
+
+        return run_through_shell(args, link)
 
     rows: list[dict[str, Any]] = []
     runs: list[Run] = []

@@ -109,3 +109,51 @@ def _print_flows(log_path: Path) -> None:
         print(f"  flow {flow} {names.get(int(flow), '?')}: {len(own)} packets, {tput:.2f} Mbit/s "
               f"over {span_ms / 1000:.1f} s, p95 one-way delay {delay_p95_ms(own):.1f} ms, "
               f"loss {loss_rate(own):.3f}")
+
+
+def run_through_shell(args: argparse.Namespace, link) -> int:
+    """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
+    each from inside to its receiver outside, and are scored from the shell's log. Several
+    flows get their shares and Jain's index."""
+    from ccgym.analysis.cli_eval import write_outputs
+    from ccgym.analysis.evaluate import Run, aggregate
+    from ccgym.analysis.leaderboard import format_leaderboard
+    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.deploy.cli_run import log_folder, resolve_scheme
+    from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
+    from ccgym.emulators import _core
+
+    names = [args.scheme] + ([args.against] if args.against else [])
+    if args.remote:
+        raise UserError(f"{' and '.join(names)}: kernel schemes and --against run in the link "
+                        "shell, which needs --link")
+    if args.simulate:
+        raise UserError("--simulate: a kernel scheme has no simulated twin (compare with "
+                        "`ccgym eval --schemes cubic` etc.), and --against runs only in real time")
+    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+        senders = [name if is_kernel_scheme(name) else resolve_scheme(name, workdir).sender
+                   for name in names]
+        real = run_in_shell(link.spec, senders, args.duration_s, args.seed, workdir,
+                            progress=not args.no_progress)
+    metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    rows = [aggregate(link, "omniscient", [omniscient(real.opportunities_ms, real.duration_ms,
+                                                      delay)])]
+    label = " vs ".join(names)
+    row = aggregate(link, label, [metrics])
+    row.update(mode="link shell", clock="link", duration_s=args.duration_s, seed=args.seed)
+    for flow in row.get("flows", []):
+        flow["scheme"] = names[int(flow["flow"])]
+    if real.kernel_min_rtt_ms:
+        row["kernel_min_rtt_ms"] = real.kernel_min_rtt_ms
+    rows.append(row)
+    print(format_leaderboard(rows))
+    for flow in row.get("flows", []):
+        print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
+              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s")
+    if "jain_index" in row:
+        print(f"Jain's fairness index: {row['jain_index']:.3f}")
+    run = Run(link, label, args.seed, real.duration_ms, metrics, real.log.columns(),
+              real.opportunities_ms)
+    write_outputs(rows, [run], args.json, args.plots)
+    return 0

@@ -42,6 +42,7 @@ import numpy as np
 
 from ccgym.analysis.metrics import summarize
 from ccgym.emulators import _core
+from ccgym.emulators.stepping import run_stepped
 
 PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
 BITS_PER_BYTE = 8
@@ -255,11 +256,12 @@ def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]
     """
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     sims = [_core.Simulator(link_spec, [("external", 0.0, -1.0)], seed) for _ in schedules]
-    steps = math.ceil(duration / _core.STEP_MS)
-    for k in range(steps):
+
+    def decide(now_ms: float) -> None:
         for sim, schedule in zip(sims, schedules):
-            sim.set_window(schedule(sim.now_ms))
-        _core.run_all_until(sims, min(duration, (k + 1) * _core.STEP_MS), threads)
+            sim.set_window(schedule(now_ms))
+
+    run_stepped(sims, [duration] * len(sims), decide, threads)
     return [_score(sim, duration) for sim in sims]
 
 
