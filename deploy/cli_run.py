@@ -166,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         rows.append(aggregate(link, "omniscient",
                               [omniscient(real.opportunities_ms, real.duration_ms, delay)]))
     row = aggregate(link, args.scheme, [metrics])
-    row.update(mode="real-time" if not args.remote else "real path", clock=real.clock)
+    # The run's length and seed: what `ccgym calibrate` needs to simulate the same run.
+    row.update(mode="real-time" if not args.remote else "real path", clock=real.clock,
+               duration_s=real.duration_ms / 1000.0, seed=args.seed)
     if args.remote:
         row.update(capacity_mbps=None, utilization=None)  # unknown, not zero
     rows.append(row)
@@ -177,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         simulated = run_scheme(link, schemes.simulator, [args.seed], real.duration_ms)
         name = f"{args.scheme} (simulated)"
         sim_row = aggregate(link, name, [simulated[0].metrics])
-        sim_row.update(mode="simulated", clock="virtual")
+        sim_row.update(mode="simulated", clock="virtual", duration_s=real.duration_ms / 1000.0,
+                       seed=args.seed)
         rows.append(sim_row)
         runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
                         simulated[0].log, simulated[0].opportunities_ms))

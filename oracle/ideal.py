@@ -249,7 +249,7 @@ def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]
                     threads: int = 1) -> list[float]:
     """The score of each window schedule on an external flow, set every STEP_MS.
 
-    The stepping is `ccgym eval`'s for Python-decided schemes: the window for
+    The stepping is `ccgym eval`'s (emulators.stepping.run_stepped): the window for
     [k STEP_MS, (k+1) STEP_MS) is the schedule's value at k STEP_MS. One thread by
     default: a step is microseconds of work, less than starting threads for it
     (measured 35x faster than one thread per core on a 140 s cellular trace).
