@@ -66,13 +66,18 @@ def validate_schemes(schemes: Sequence[str]) -> None:
     from ccgym.emulators import _core
 
     for scheme in schemes:
+        if scheme.startswith("kernel:"):  # real TCP through the link shell
+            from ccgym.deploy.shell import check_kernel_scheme
+
+            check_kernel_scheme(scheme)
+            continue
         if stepped_scheme_factory(scheme) is not None:
             continue
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:
             stepped = ", ".join(sorted(STEPPED_SCHEMES))
-            raise UserError(f"--schemes: {e} (also: {stepped})") from e
+            raise UserError(f"--schemes: {e} (also: {stepped}, kernel:NAME)") from e
 
 
 def link_duration_ms(link: Link, duration_s: float | None) -> float:
@@ -105,6 +110,10 @@ def _flows(scheme: str, flows: int, interval_ms: float) -> list[tuple[str, float
 def run_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float,
                flows: int = 1, interval_ms: float = 0.0, threads: int = 0) -> list[Run]:
     """Runs one scheme on one link once per seed; returns the scored runs."""
+    if scheme.startswith("kernel:"):
+        from ccgym.deploy.shell import run_kernel_scheme
+
+        return run_kernel_scheme(link, scheme, seeds, duration_ms, flows, interval_ms)
     from ccgym.emulators import _core
     from ccgym.emulators.stepping import run_stepped
 
@@ -194,7 +203,9 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
             rows.append(aggregate(link, "omniscient", omniscient_runs(link, seeds, duration_ms)))
             bar.update()
             for scheme in schemes:
-                bar.set_postfix_str(f"{link.name}: {scheme}")
+                real_time = (f" (real time: {duration_ms / 1000:g} s a run)"
+                             if scheme.startswith("kernel:") else "")
+                bar.set_postfix_str(f"{link.name}: {scheme}{real_time}")
                 scheme_runs = run_scheme(link, scheme, seeds, duration_ms, flows,
                                          interval_s * 1000.0)
                 rows.append(aggregate(link, scheme, [r.metrics for r in scheme_runs]))

@@ -234,3 +234,23 @@ def _min_rtt_ms(sender: Process) -> float:
     text = sender.popen.stdout.read().decode(errors="replace")
     match = re.search(r"min_rtt_us=(\d+)", text)
     return int(match.group(1)) / 1000.0 if match else float("nan")
+
+
+def run_kernel_scheme(link, scheme: str, seeds: Sequence[int], duration_ms: float,
+                      flows: int = 1, interval_ms: float = 0.0) -> list:
+    """`ccgym eval`'s runs of a kernel scheme: `flows` bulk TCP transfers through the link
+    shell per seed, in real time, scored like the simulator's runs (analysis.evaluate.Run)."""
+    import tempfile
+
+    from ccgym.analysis.evaluate import Run
+    from ccgym.analysis.metrics import summarize
+
+    runs = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory(prefix="ccgym-shell-") as tmp:
+            real = run_in_shell(link.spec, [scheme] * flows, duration_ms / 1000.0, seed,
+                                Path(tmp), interval_s=interval_ms / 1000.0)
+        metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
+        runs.append(Run(link, scheme, seed, real.duration_ms, metrics, real.log.columns(),
+                        real.opportunities_ms))
+    return runs
