@@ -25,29 +25,18 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
     in lockstep so that inference is one batch; one leaderboard row per link."""
     from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms, score_simulation
     from ccgym.emulators import _core
+    from ccgym.emulators.stepping import run_stepped
     from ccgym.policies.lstm_scheme import LstmScheme
 
     seeds = [seed + r for r in range(runs)]
     ends = [link_duration_ms(link, duration_s) for link in links]
-    sims, slots = [], []
-    by_end: dict[float, list[Any]] = {}  # simulations that stop at the same time
-    for link, end_ms in zip(links, ends):
-        for s in seeds:
-            sim = _core.Simulator(link.spec, [("external", 0.0, -1.0)], s)
-            sims.append(sim)
-            slots.append(Slot(sim, 0, link, s))
-            by_end.setdefault(end_ms, []).append(sim)
+    runs_of = [(link, s) for link in links for s in seeds]
+    sims = [_core.Simulator(link.spec, [("external", 0.0, -1.0)], s) for link, s in runs_of]
+    slots = [Slot(sim, 0, link, s) for sim, (link, s) in zip(sims, runs_of)]
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)
-    for k in range(math.ceil(max(ends, default=0.0) / _core.STEP_MS)):
-        # Every slot stays in the batch (the scheme keeps one recurrent state per slot). A
-        # simulation past its end is not advanced: its metrics stop there, so that would be
-        # work thrown away (the Poisson traces end at 60 s, att-lte-driving at 786 s).
-        scheme.decide(slots)
-        start, until = k * _core.STEP_MS, (k + 1) * _core.STEP_MS
-        for end_ms, group in by_end.items():
-            if end_ms > start:
-                _core.run_all_until(group, min(end_ms, until), 0)
+    # The Poisson traces end at 60 s, att-lte-driving at 786 s: each simulation stops at its own.
+    run_stepped(sims, [end for end in ends for _ in seeds], lambda _: scheme.decide(slots), 0)
     rows = []
     for i, (link, end_ms) in enumerate(zip(links, ends)):
         metrics = [score_simulation(sim, end_ms)[0] for sim in sims[i * runs:(i + 1) * runs]]

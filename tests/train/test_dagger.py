@@ -259,30 +259,3 @@ def test_final_leaderboard_has_each_link_and_a_summary(tmp_path: Path) -> None:
     summary = text.split("summary over 2 links\n")[1]
     assert [line.split()[0] for line in summary.splitlines()[2:]][0] == "omniscient"
     assert any(line.startswith("vegas ") for line in summary.splitlines())
-
-
-def test_validation_scores_each_link_as_ccgym_eval_does(tmp_path: Path) -> None:
-    """Validation rows equal the `ccgym eval --schemes lstm:...` rows of the same policy: at a
-    fixed length, and at [eval] duration_s = 0 (None here), where a trace link runs its trace
-    once and a constant link 30 s, stepped in one batch."""
-    from ccgym.analysis.evaluate import evaluate
-    from ccgym.emulators.links import link_from_spec
-    from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.validation import validate_policy
-
-    trace = tmp_path / "short.trace"  # 1.5 s of 12 Mbit/s
-    trace.write_text("".join(f"{t}\n" for t in range(1, 1501)))
-    links = [link_from_spec(f"name=trace,trace={trace},delay_ms=20"),
-             link_from_spec("name=constant,rate_mbps=6,delay_ms=30")]
-    torch.manual_seed(0)
-    policy_path = tmp_path / "policy.pt"
-    LstmPolicy(hidden_size=8).save(policy_path)
-    for duration_s in (None, 1.0):
-        rows = validate_policy(LstmPolicy.load(policy_path), links, duration_s, 1, 1)
-        table, _ = evaluate(links, [f"lstm:{policy_path}"], seed=1, duration_s=duration_s,
-                            progress=False)
-        expected = [r for r in table if r["scheme"].startswith("lstm:")]
-        assert [r["link"] for r in rows] == [r["link"] for r in expected] == ["trace", "constant"]
-        for row, want in zip(rows, expected):
-            for key in ("throughput_mbps", "capacity_mbps", "delay_p95_ms", "score"):
-                assert row[key] == pytest.approx(want[key]), (duration_s, row["link"], key)
