@@ -39,7 +39,9 @@ std::string Flags::usage() const {
 }
 
 void Flags::fail(const std::string& message) const {
-  std::fprintf(stderr, "%s: %s\n\n%s", program_.c_str(), message.c_str(), usage().c_str());
+  // One line: the usage block would bury the message (ccgym run shows it to the user).
+  std::fprintf(stderr, "%s: %s (see %s --help)\n", program_.c_str(), message.c_str(),
+               program_.c_str());
   std::exit(kExitUsage);
 }
 

@@ -29,11 +29,11 @@ std::string base_name(const std::string& path) {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-// A bad line may be binary garbage of any length: quote only its start.
+// A bad line may be binary garbage of any length: quote only its start, escaped.
 std::string quote(const char* begin, const char* end) {
-  constexpr std::ptrdiff_t kMax = 40;
-  if (end - begin > kMax) return "'" + std::string(begin, begin + kMax) + "...'";
-  return "'" + std::string(begin, end) + "'";
+  constexpr std::size_t kMax = 40;
+  return "'" + printable(std::string_view(begin, static_cast<std::size_t>(end - begin)), kMax) +
+         "'";
 }
 
 double interval_for_rate(double rate_mbps, const char* what) {
@@ -83,8 +83,10 @@ Trace parse_trace(const std::string& text, const std::string& name) {
         fail_at(name, line, "expected a non-negative integer (ms), got " + quote(b, e));
       }
       value = value * 10 + static_cast<uint64_t>(*c - '0');
-      if (value > std::numeric_limits<uint32_t>::max()) {
-        fail_at(name, line, "timestamp out of range " + quote(b, e));
+      if (value > kMaxTraceMs) {
+        fail_at(name, line, "timestamp " + quote(b, e) + " is beyond " +
+                                std::to_string(kMaxTraceMs) +
+                                " ms (an hour); are the timestamps in ms?");
       }
     }
     const auto ms = static_cast<uint32_t>(value);

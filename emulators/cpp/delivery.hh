@@ -33,8 +33,13 @@ struct Trace {
   double mean_mbps() const;
 };
 
+// A trace's timestamps stop at an hour, the longest run ccgym makes: larger ones are
+// microseconds or garbage, and a trace run once would otherwise take days.
+inline constexpr uint64_t kMaxTraceMs = 3'600'000;
+
 // Reads a mahimahi trace; throws std::invalid_argument("FILE:LINE: what") on an
-// empty file, a non-numeric or negative value, or a decreasing timestamp.
+// empty file, a non-numeric or negative value, a timestamp beyond kMaxTraceMs, or a
+// decreasing timestamp. Quoted bad lines are escaped (binary files, NUL bytes).
 Trace load_trace(const std::string& path);
 Trace parse_trace(const std::string& text, const std::string& name);
 

@@ -2,7 +2,9 @@
 #pragma once
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace ccgym {
 
@@ -15,6 +17,25 @@ inline std::string format_number(double value) {
   auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
                       : std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, result.ptr);
+}
+
+// Text from a user's file or flag, safe to put in an error message: bytes outside printable
+// ASCII become \xNN (a NUL would otherwise end the message in C and Python), and at most
+// `max_chars` of it are kept, then "...".
+inline std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == max_chars) return out + "...";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace ccgym

@@ -7,9 +7,12 @@
 #include <stdexcept>
 
 #include "emulators/cpp/format.hh"
+#include "emulators/cpp/packet.hh"
 
 namespace ccgym {
 namespace {
+
+constexpr uint64_t kMaxQueuePackets = 1'000'000;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -53,13 +56,14 @@ class QueueArgs {
     return " (valid: " + join(valid_) + ")";
   }
 
-  // A count of packets or bytes: a positive integer.
-  uint64_t count(const std::string& key) const {
+  // A count of packets or bytes: an integer in [lo, hi].
+  uint64_t count(const std::string& key, uint64_t lo, uint64_t hi) const {
     const std::string& text = required(key);
     uint64_t value = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || ptr != text.data() + text.size() || value == 0) {
-      fail("key '" + key + "' must be a positive integer, got '" + text + "'");
+    if (ec != std::errc() || ptr != text.data() + text.size() || value < lo || value > hi) {
+      fail("key '" + key + "' must be an integer in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "], got '" + text + "'");
     }
     return value;
   }
@@ -287,7 +291,12 @@ std::unique_ptr<Queue> make_queue(const std::string& spec, uint64_t seed) {
       args.fail("droptail needs exactly one of the keys packets, bytes");
     }
     const bool in_bytes = args.has("bytes");
-    return std::make_unique<DropTailQueue>(args.count(in_bytes ? "bytes" : "packets"), in_bytes);
+    // At least one full packet fits; at most a million packets (1.5 GB), far beyond any
+    // buffer worth emulating (a bigger one is in effect infinite: say so).
+    const uint64_t capacity = in_bytes ? args.count("bytes", kOpportunityBytes,
+                                                  kMaxQueuePackets * kOpportunityBytes)
+                                       : args.count("packets", 1, kMaxQueuePackets);
+    return std::make_unique<DropTailQueue>(capacity, in_bytes);
   }
   if (name == "red") {
     QueueArgs args(spec, name, {"min", "max", "max_p", "weight"}, items);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "emulators/cpp/format.hh"
+#include "emulators/cpp/packet.hh"
 #include "emulators/cpp/queue.hh"
 
 namespace ccgym {
@@ -18,6 +19,8 @@ const std::vector<std::string> kDirectionKeys = {
     "trace", "rate_mbps", "delivery", "burst_packets", "burst_period_ms", "queue", "loss"};
 const std::vector<std::string> kDeliveries = {"constant", "poisson", "trace", "burst"};
 constexpr const char* kAck = "ack_";
+// Errors quote at most this much of a spec (a fuzzer's or a pasted file's may be long).
+constexpr std::size_t kMaxQuoted = 200;
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
@@ -57,15 +60,16 @@ bool is_infinite_queue(const std::string& queue) {
 // Checks that a direction's keys agree with each other and says how it delivers.
 // `p` is "" or "ack_", so messages name the keys as the user wrote them.
 Kind resolve(const DirectionSpec& d, const std::string& p, const Failer& fail) {
-  if (!(d.rate_mbps >= 0) || !std::isfinite(d.rate_mbps)) {
-    fail("key '" + p + "rate_mbps' must be a positive number, got " + format_number(d.rate_mbps));
+  if (d.rate_mbps != 0 && !(d.rate_mbps >= kMinRateMbps && d.rate_mbps <= kMaxRateMbps)) {
+    fail("key '" + p + "rate_mbps' must be in [" + format_number(kMinRateMbps) + ", " +
+         format_number(kMaxRateMbps) + "] Mbit/s, got " + format_number(d.rate_mbps));
   }
   if (!(d.loss >= 0 && d.loss < 1)) {
     fail("key '" + p + "loss' must be in [0, 1), got " + format_number(d.loss));
   }
-  if (!(d.burst_period_ms >= 0) || !std::isfinite(d.burst_period_ms)) {
-    fail("key '" + p + "burst_period_ms' must be a positive number, got " +
-         format_number(d.burst_period_ms));
+  if (!(d.burst_period_ms >= 0 && d.burst_period_ms <= kMaxBurstPeriodMs)) {
+    fail("key '" + p + "burst_period_ms' must be in (0, " + format_number(kMaxBurstPeriodMs) +
+         "] ms, got " + format_number(d.burst_period_ms));
   }
   if (!d.delivery.empty() &&
       std::find(kDeliveries.begin(), kDeliveries.end(), d.delivery) == kDeliveries.end()) {
@@ -100,6 +104,14 @@ Kind resolve(const DirectionSpec& d, const std::string& p, const Failer& fail) {
     if (d.burst_packets == 0 || d.burst_period_ms == 0) {
       fail("burst delivery needs both keys '" + p + "burst_packets' and '" + p +
            "burst_period_ms' (positive)");
+    }
+    // The same bounds as a rate: a huge burst is as slow to emulate as a huge rate.
+    const double rate_mbps =
+        d.burst_packets * (kOpportunityBytes * 8 / 1000.0) / d.burst_period_ms;
+    if (!(rate_mbps >= kMinRateMbps && rate_mbps <= kMaxRateMbps)) {
+      fail("keys '" + p + "burst_packets' and '" + p + "burst_period_ms' make a rate of " +
+           format_number(rate_mbps) + " Mbit/s; it must be in [" + format_number(kMinRateMbps) +
+           ", " + format_number(kMaxRateMbps) + "]");
     }
     return Kind::kBurst;
   }
@@ -154,7 +166,8 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream) {
 
 class SpecParser {
  public:
-  explicit SpecParser(const std::string& text) : fail_{"link spec '" + text + "': "} {}
+  explicit SpecParser(const std::string& text)
+      : fail_{"link spec '" + printable(text, kMaxQuoted) + "': "} {}
 
   LinkSpec parse(const std::string& text) {
     LinkSpec spec;
@@ -215,7 +228,10 @@ class SpecParser {
       spec.name = value;
     } else if (key == "delay_ms") {
       spec.delay_ms = number(key, value);
-      if (spec.delay_ms < 0) fail_("key 'delay_ms' must be >= 0, got '" + value + "'");
+      if (!(spec.delay_ms >= 0 && spec.delay_ms <= kMaxDelayMs)) {
+        fail_("key 'delay_ms' (one way) must be in [0, " + format_number(kMaxDelayMs) +
+              "] ms, got '" + value + "'");
+      }
     } else if (key == "once") {
       if (value == "1" || value == "true") {
         spec.once = true;
@@ -306,8 +322,9 @@ std::unique_ptr<LinkDirection> make_direction(const DirectionSpec& spec, double 
   std::vector<std::string> parts;
   append_direction(parts, spec, "");
   const Failer fail{"direction '" + join(parts, ",") + "': "};
-  if (!(delay_ms >= 0) || !std::isfinite(delay_ms)) {
-    fail("delay_ms must be >= 0, got " + format_number(delay_ms));
+  if (!(delay_ms >= 0 && delay_ms <= kMaxDelayMs)) {
+    fail("delay_ms must be in [0, " + format_number(kMaxDelayMs) + "], got " +
+         format_number(delay_ms));
   }
 
   std::unique_ptr<DeliveryProcess> delivery;

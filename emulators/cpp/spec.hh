@@ -20,6 +20,14 @@
 
 namespace ccgym {
 
+// Bounds on a spec's numbers. Outside them a value is a slip of units or a run that would take
+// hours (10 Gbit/s is already 833 deliveries per ms), not a link worth emulating; the parser
+// refuses it, naming the key and the bound.
+inline constexpr double kMinRateMbps = 0.1;          // one 1500-byte packet every 120 ms
+inline constexpr double kMaxRateMbps = 10000;        // 10 Gbit/s
+inline constexpr double kMaxDelayMs = 1000;          // one way: an RTT of 2 s
+inline constexpr double kMaxBurstPeriodMs = 10000;   // a burst at least every 10 s
+
 struct DirectionSpec {
   std::string trace;            // mahimahi trace path; empty when generated
   double rate_mbps = 0;         // 0 with no trace: unlimited
@@ -41,8 +49,8 @@ struct LinkSpec {
 };
 
 // Parses a spec string; throws std::invalid_argument naming the bad key and the
-// valid keys. Checks values (rates > 0, 0 <= loss < 1, queue spec parses, trace
-// readable) so that a bad spec fails before anything runs.
+// valid keys. Checks values (rates and delays within the bounds above, 0 <= loss < 1,
+// queue spec parses, trace readable) so that a bad spec fails before anything runs.
 LinkSpec parse_link_spec(const std::string& text);
 std::vector<std::string> link_spec_keys();
 

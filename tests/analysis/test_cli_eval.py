@@ -62,7 +62,7 @@ def test_a_link_set_is_grouped_by_link_and_summarized(tmp_path: Path, capsys) ->
 
 @pytest.mark.parametrize("spec, message", [
     ("rate_mbps=12,delay_ms=20,bogus=1", "unknown key 'bogus' (valid: name"),
-    ("rate_mbps=12,delay_ms=20,queue=droptail:packets=abc", "key 'packets' must be a positive"),
+    ("rate_mbps=12,delay_ms=20,queue=droptail:packets=abc", "key 'packets' must be an integer in [1,"),
     ("trace={empty},delay_ms=20", "empty.tr:1: empty trace"),
     ("trace={nonnum},delay_ms=20", "nonnum.tr:3: expected a non-negative integer"),
     ("trace={decreasing},delay_ms=20", "decreasing.tr:3: timestamp 3 is before"),

@@ -52,6 +52,7 @@ TEST(DeliveryTraceParse, EachBadTraceNamesFileAndLine) {
       {"1\n12x\n", "t.trace:2: "},          // trailing garbage
       {"1 2\n", "t.trace:1: "},             // two numbers on one line
       {"99999999999\n", "t.trace:1: "},     // beyond 32 bits
+      {"0\n3600001\n", "t.trace:2: "},      // beyond an hour (microseconds?)
       {"1\n5\n4\n6\n", "t.trace:3: "},      // decreasing
       {"0\n0\n0\n", "t.trace:3: "},         // period 0
       {"1\n\n2\n", "t.trace:2: "},          // blank line inside
@@ -60,6 +61,15 @@ TEST(DeliveryTraceParse, EachBadTraceNamesFileAndLine) {
     std::string msg = error_of_parse(c.text);
     EXPECT_EQ(msg.rfind(c.prefix, 0), 0u) << "trace '" << c.text << "' gave: " << msg;
   }
+}
+
+TEST(DeliveryTraceParse, BinaryLinesAreQuotedEscaped) {
+  // A NUL byte would end the message in C and Python: the message shows it as \x00.
+  const std::string text = std::string("0\n1\n\x01\x00\xff\n", 7);
+  const std::string msg = error_of_parse(text);
+  EXPECT_EQ(msg.rfind("t.trace:3: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("'\\x01\\x00\\xff'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\0'), std::string::npos);
 }
 
 TEST(DeliveryTraceParse, LoadTraceNamesThePath) {

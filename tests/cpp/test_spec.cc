@@ -105,8 +105,8 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
       "delivery=trace,trace=" + down + ",queue=codel,ack_rate_mbps=3,ack_delivery=poisson",
       "rate_mbps=0.1,queue=red:min=5:max=15:max_p=0.1,delay_ms=0.25",
       "burst_packets=3,burst_period_ms=12.5,ack_queue=infinite",
-      "rate_mbps=77.72,loss=6e-04,delay_ms=1e6",
-      "rate_mbps=1e-7,ack_rate_mbps=123456789.123,ack_loss=0.1234567890123,delay_ms=0.3",
+      "rate_mbps=77.72,loss=6e-04,delay_ms=1e3",
+      "rate_mbps=0.1234567,ack_rate_mbps=9876.54321,ack_loss=0.1234567890123,delay_ms=0.3",
   };
   for (const auto& text : texts) {
     LinkSpec s = parse_link_spec(text);
@@ -144,6 +144,15 @@ TEST(SpecErrors, EachBadSpecNamesItsKey) {
       {"rate_mbps=12,loss=-0.1", {"'loss'"}},
       {"rate_mbps=12,ack_loss=1.5", {"'ack_loss'"}},
       {"rate_mbps=12,delay_ms=-1", {"'delay_ms'"}},
+      // Bounds: each names the key, the unit and the range.
+      {"rate_mbps=1e9", {"'rate_mbps'", "[0.1, 10000] Mbit/s"}},
+      {"rate_mbps=0.0001", {"'rate_mbps'", "[0.1, 10000] Mbit/s"}},
+      {"rate_mbps=12,ack_rate_mbps=20000", {"'ack_rate_mbps'", "10000"}},
+      {"rate_mbps=12,delay_ms=1e9", {"'delay_ms'", "[0, 1000] ms"}},
+      {"burst_packets=4000000000,burst_period_ms=1", {"'burst_packets'", "Mbit/s"}},
+      {"burst_packets=1,burst_period_ms=1e6", {"'burst_period_ms'", "10000"}},
+      {"rate_mbps=12,queue=droptail:packets=1000000000", {"'queue'", "[1, 1000000]"}},
+      {"rate_mbps=12,queue=droptail:bytes=100", {"'queue'", "'bytes'", "[1500,"}},
       {"rate_mbps=12,delay_ms=x", {"'delay_ms'"}},
       {"rate_mbps=12,delivery=fast", {"'delivery'", "constant|poisson|trace|burst"}},
       {"rate_mbps=12,delivery=trace", {"'delivery'", "'trace'"}},
@@ -177,6 +186,15 @@ TEST(SpecErrors, EachBadSpecNamesItsKey) {
       EXPECT_TRUE(contains(msg, part)) << c.text << " -> " << msg << "\n  lacks: " << part;
     }
   }
+}
+
+TEST(SpecErrors, BinaryBytesAreEscaped) {
+  // A NUL would end the message in C and in Python; other control bytes garble a terminal.
+  const std::string text = std::string("rate_mbps=1\x01", 12) + '\0' + "2,delay_ms=5";
+  const std::string msg = spec_error(text);
+  EXPECT_TRUE(contains(msg, "link spec 'rate_mbps=1\\x01\\x002,delay_ms=5': ")) << msg;
+  EXPECT_TRUE(contains(msg, "'rate_mbps'")) << msg;
+  EXPECT_EQ(msg.find('\0'), std::string::npos);
 }
 
 TEST(SpecKeys, ListsSharedDataAndAckKeys) {
