@@ -18,9 +18,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from ccgym import flags
 from ccgym.errors import UserError
 
 DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
+# Flows sharing one bottleneck: beyond this a table of shares says little and a run is slow.
+MAX_FLOWS = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,14 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
                              f"oracle, lstm:runs/NAME (default: {DEFAULT_SCHEMES})")
-    parser.add_argument("--runs", type=int, default=1, help="runs per scheme and link, seeds seed..seed+runs-1")
-    parser.add_argument("--duration-s", type=float, default=None,
+    parser.add_argument("--runs", type=flags.count(1), default=1,
+                        help="runs per scheme and link, seeds seed..seed+runs-1")
+    parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length (default: a trace once, else 30 s)")
-    parser.add_argument("--flows", type=int, default=1, help="flows of each scheme sharing the bottleneck")
-    parser.add_argument("--interval-s", type=float, default=0.0, help="seconds between flow starts")
-    parser.add_argument("--seed", type=int, default=1, help="first seed")
-    parser.add_argument("--json", metavar="OUT", help="write the rows as JSON (a list of objects)")
-    parser.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    parser.add_argument("--flows", type=flags.count(1, MAX_FLOWS), default=1,
+                        help="flows of each scheme sharing the bottleneck")
+    parser.add_argument("--interval-s", type=flags.nonnegative_s, default=0.0,
+                        help="seconds between flow starts; every flow must start before the run ends")
+    parser.add_argument("--seed", type=flags.seed, default=1, help="first seed")
+    parser.add_argument("--json", metavar="OUT", type=flags.output_file,
+                        help="write the rows as JSON (a list of objects)")
+    parser.add_argument("--plots", metavar="DIR", type=flags.output_folder,
+                        help="write PNG plots into DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -48,18 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.emulators.links import resolve_links
 
-    if args.runs < 1 or args.flows < 1:
-        raise UserError("--runs and --flows must be at least 1")
-    if args.duration_s is not None and args.duration_s <= 0:
-        raise UserError("--duration-s must be positive")
-    if args.interval_s < 0:
-        raise UserError("--interval-s must not be negative")
-    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
-    if not schemes:
-        raise UserError("--schemes is empty")
-    for path in (args.json,):
-        if path and not Path(path).resolve().parent.is_dir():
-            raise UserError(f"--json: folder {Path(path).parent} does not exist")
+    schemes = parse_schemes(args.schemes)
     links = resolve_links(args.link, args.links)
 
     rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
@@ -68,6 +65,21 @@ def run(args: argparse.Namespace) -> int:
     print(format_leaderboard(rows))
     write_outputs(rows, runs, args.json, args.plots)
     return 0
+
+
+def parse_schemes(text: str, flag: str = "--schemes") -> list[str]:
+    """The comma-separated list of a --schemes flag: no empty item, no scheme twice."""
+    schemes = [s.strip() for s in text.split(",")]
+    if not any(schemes):
+        raise UserError(f"{flag} is empty; e.g. {flag} cubic,bbr,vegas")
+    if not all(schemes):
+        raise UserError(f"{flag} {text!r}: an empty item (a stray ',')")
+    seen = set()
+    for scheme in schemes:
+        if scheme in seen:
+            raise UserError(f"{flag} {text!r}: {scheme} is given twice")
+        seen.add(scheme)
+    return schemes
 
 
 def write_outputs(rows: list, runs: list, json_path: str | None, plots_dir: str | None) -> None:

@@ -71,7 +71,9 @@ def validate_schemes(schemes: Sequence[str]) -> None:
 
             check_kernel_scheme(scheme)
             continue
-        if stepped_scheme_factory(scheme) is not None:
+        factory = stepped_scheme_factory(scheme)
+        if factory is not None:
+            factory()  # loads its files now: a bad one fails before any run, not midway
             continue
         try:
             _core.validate_scheme(scheme)
@@ -90,6 +92,19 @@ def link_duration_ms(link: Link, duration_s: float | None) -> float:
     if spec.data_trace:
         return float(_core.load_trace(spec.data_trace)[-1])
     return DEFAULT_DURATION_MS
+
+
+def check_flow_starts(links: Sequence[Link], durations_ms: Sequence[float], flows: int,
+                      interval_s: float) -> None:
+    """Every flow must start before its run ends: a flow that never starts would be dropped
+    from the table without a word."""
+    last_start_ms = (flows - 1) * interval_s * 1000.0
+    for link, duration_ms in zip(links, durations_ms):
+        if last_start_ms >= duration_ms:
+            raise UserError(f"--flows {flows} --interval-s {interval_s:g}: the last flow would "
+                            f"start at {last_start_ms / 1000:g} s, but the run on link {link.name} "
+                            f"ends at {duration_ms / 1000:g} s; give a longer --duration-s or a "
+                            "shorter --interval-s")
 
 
 @dataclass
@@ -192,13 +207,14 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
     from tqdm import tqdm
 
     validate_schemes(schemes)
+    durations_ms = [link_duration_ms(link, duration_s) for link in links]
+    check_flow_starts(links, durations_ms, flows, interval_s)
     seeds = [seed + r for r in range(runs)]
     rows: list[dict[str, Any]] = []
     all_runs: list[Run] = []
     total = len(links) * (len(schemes) + 1)
     with tqdm(total=total, desc="eval", unit="run", disable=not progress, leave=False) as bar:
-        for link in links:
-            duration_ms = link_duration_ms(link, duration_s)
+        for link, duration_ms in zip(links, durations_ms):
             bar.set_postfix_str(f"{link.name}: omniscient")
             rows.append(aggregate(link, "omniscient", omniscient_runs(link, seeds, duration_ms)))
             bar.update()

@@ -2,15 +2,28 @@
 
 A verb module has `add_arguments(parser)` and `run(args) -> int`, and is imported
 only when its verb runs, so `ccgym links` does not pay for importing torch.
+
+How a command ends is decided here, once for every verb:
+- a UserError (bad input: a flag, a file, a spec) or a bad flag: one line
+  "ccgym VERB: error: ..." on stderr, exit status 2;
+- Ctrl-C (or SIGTERM where a verb maps it): "interrupted", exit status 130;
+- anything else is a bug in ccgym: one line saying so, the traceback written to a file
+  (printed instead with --debug), exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import time
+import traceback
+from pathlib import Path
 
 from ccgym.errors import UserError
+
+DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 
 # verb -> (module, one-line help)
 VERBS = {
@@ -27,12 +40,19 @@ VERBS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (not the usage block) that points to --help."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ccgym",
         description="A training gym for machine-learned congestion control.",
     )
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     modules = {}
     for verb, (module_name, help_text) in VERBS.items():
         try:
@@ -44,6 +64,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         verb_parser = sub.add_parser(verb, help=help_text, description=module.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(verb_parser)
+        verb_parser.add_argument("--debug", action="store_true",
+                                 help="on an internal error, print its traceback")
         modules[verb] = module
     return parser, modules
 
@@ -51,7 +73,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, or a bad flag (already reported in one line)
+        return e.code if isinstance(e.code, int) else 2
     if args.verb is None:
         parser.print_help()
         return 2
@@ -63,6 +88,38 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ccgym {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # the last resort: every other failure is a bug
+        if args.debug or os.environ.get(DEBUG_ENV):
+            raise
+        log = _write_traceback(args.verb)
+        where = f"the traceback is in {log}" if log else "--debug prints the traceback"
+        if isinstance(e, OSError) and e.strerror:
+            # The system refused something no check foresaw (a full disk, a permission).
+            what = f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+            print(f"ccgym {args.verb}: error: {what}; {where}", file=sys.stderr)
+        else:
+            print(f"ccgym {args.verb}: internal error (a bug in ccgym, not in your input): "
+                  f"{type(e).__name__}: {_one_line(str(e))}; {where}", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _write_traceback(verb: str) -> Path | None:
+    """The current exception's traceback in $CCGYM_CACHE/crashes/, for a bug report."""
+    from ccgym.files import cache_root
+
+    try:
+        folder = cache_root() / "crashes"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{verb}-{os.getpid()}.txt"
+        path.write_text(f"ccgym {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}")
+        return path
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

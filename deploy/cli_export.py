@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ccgym import flags
 from ccgym.errors import UserError
 
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
@@ -25,7 +26,7 @@ CHECK_TOLERANCE = 1e-4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", metavar="RUN_DIR_OR_PT",
                         help="a run folder (its policy.pt) or a policy .pt file")
-    parser.add_argument("-o", "--output", metavar="OUT.onnx",
+    parser.add_argument("-o", "--output", metavar="OUT.onnx", type=flags.output_file,
                         help="where to write (default: policy.onnx beside the policy)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the onnxruntime-versus-PyTorch check")

@@ -12,29 +12,45 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+
+from ccgym import flags
+from ccgym.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, required=True, help="UDP port to listen on")
+    parser.add_argument("--port", type=flags.count(1, 65535), required=True,
+                        help="UDP port to listen on")
     parser.add_argument("--bind", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this host only)")
-    parser.add_argument("--log", metavar="FILE", help="arrival log (TSV, as analysis/ reads it)")
-    parser.add_argument("--duration-s", type=float, default=0.0,
+    parser.add_argument("--log", metavar="FILE", type=flags.output_file,
+                        help="arrival log (TSV, as analysis/ reads it)")
+    parser.add_argument("--duration-s", type=flags.nonnegative_s, default=0.0,
                         help="stop after this long; 0 runs until Ctrl-C (default)")
+
+
+def check_bind_address(address: str) -> None:
+    """The address must be one of this host's (or 0.0.0.0): checked here, where the error can
+    say so, rather than by the receiver after this process has become it."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((address, 0))
+    except socket.gaierror:
+        raise UserError(f"--bind {address}: not an IPv4 address of this host "
+                        "(e.g. 0.0.0.0 for every interface)") from None
+    except OSError as e:
+        raise UserError(f"--bind {address}: cannot listen there ({e.strerror}); give an address "
+                        "of this host, or 0.0.0.0 for every interface") from None
 
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.harness import find_program
-    from ccgym.errors import UserError
 
-    if not 0 < args.port < 65536:
-        raise UserError("--port must be between 1 and 65535")
-    if args.duration_s < 0:
-        raise UserError("--duration-s must not be negative")
+    check_bind_address(args.bind)
     argv = [find_program("ccgym-receiver"), "--port", str(args.port), "--bind", args.bind,
             "--duration-s", f"{args.duration_s:g}"]
     if args.log:
-        argv += ["--log", args.log]
+        argv += ["--log", str(args.log)]
     # The receiver replaces this process: signals reach it directly, nothing is left behind,
     # and its exit status (2 for a port in use) is ours.
     os.execv(argv[0], argv)

@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 
@@ -48,9 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="send to `ccgym receive` on another host over the real path")
     parser.add_argument("--scheme", required=True,
                         help="a classic scheme (cubic, fixed:20, bbr:...) or lstm:RUN_DIR|FILE.pt|FILE.onnx")
-    parser.add_argument("--duration-s", type=float, default=DEFAULT_DURATION_S,
+    parser.add_argument("--duration-s", type=flags.duration_s, default=DEFAULT_DURATION_S,
                         help=f"how long the sender sends (default {DEFAULT_DURATION_S:g})")
-    parser.add_argument("--seed", type=int, default=1,
+    parser.add_argument("--seed", type=flags.seed, default=1,
                         help="seed of the link's and the scheme's randomness (default 1)")
     parser.add_argument("--against", metavar="SCHEME",
                         help="a second flow through the same bottleneck, e.g. kernel:cubic; with "
@@ -58,9 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "shell (`ccgym shell`, needs root) and reports each flow's share")
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
-    parser.add_argument("--json", metavar="OUT", help="write the rows as JSON (a list of objects)")
-    parser.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
-    parser.add_argument("--logs", metavar="DIR",
+    parser.add_argument("--json", metavar="OUT", type=flags.output_file,
+                        help="write the rows as JSON (a list of objects)")
+    parser.add_argument("--plots", metavar="DIR", type=flags.output_folder,
+                        help="write PNG plots into DIR")
+    parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
                         help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -90,6 +95,12 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         onnx_path = Path(argument).expanduser()
         if not onnx_path.is_file():
             raise UserError(f"--scheme {scheme}: no such file")
+        from ccgym.policies.onnx_policy import OnnxPolicy
+
+        try:  # here, where the error is one line, not in the sender after it started
+            OnnxPolicy(onnx_path)
+        except ValueError as e:
+            raise UserError(f"--scheme {scheme}: {e}") from None
         beside = onnx_path.with_suffix(".pt")
         return Schemes(f"lstm:{onnx_path}", f"lstm:{beside}" if beside.is_file() else None)
 
@@ -107,11 +118,18 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
 
 
 @contextlib.contextmanager
-def log_folder(keep: str | None) -> Iterator[Path]:
+def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
     if keep:
         path = Path(keep)
+        created = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
-        yield path
+        try:
+            yield path
+        except BaseException:
+            # A run that failed before writing any log leaves no empty folder behind.
+            if created and not any(path.iterdir()):
+                path.rmdir()
+            raise
     else:
         with tempfile.TemporaryDirectory(prefix="ccgym-run-") as tmp:
             yield Path(tmp)
@@ -125,16 +143,17 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.harness import run_emulated, run_remote
     from ccgym.emulators.links import Link, link_from_spec
 
-    if args.duration_s <= 0:
-        raise UserError("--duration-s must be positive")
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        raise UserError(f"--json: folder {Path(args.json).parent} does not exist")
     if args.remote:
         host, sep, port = args.remote.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise UserError(f"--remote {args.remote}: expected HOST:PORT")
+        try:
+            socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)
+        except socket.gaierror as e:
+            raise UserError(f"--remote {args.remote}: cannot resolve host {host!r} "
+                            f"({e.strerror})") from None
         link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
     else:
         link = link_from_spec(args.link)

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Collection
 
+from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.emulators import links as links_mod
 
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--links", metavar="SET", help="a link set: TOML file or packaged name")
     p.add_argument("--json", metavar="OUT", type=Path,
                    help="also write the statistics as JSON to OUT ('-': standard output only)")
-    p.add_argument("--seed", type=int, default=DEFAULT_STATS_SEED,
+    p.add_argument("--seed", type=flags.seed, default=DEFAULT_STATS_SEED,
                    help=f"seed of a generated (poisson) process (default {DEFAULT_STATS_SEED})")
 
     p = sub.add_parser("generate",
@@ -73,18 +74,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "random walk reflected within a range, on/off outages, "
                                    "Poisson deliveries; its time-average is --mean-mbps. "
                                    "Prints the paths written.")
-    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+    p.add_argument("--out", required=True, type=flags.output_folder, metavar="DIR",
                    help="folder to write into (created if missing)")
-    p.add_argument("--count", type=int, default=1, metavar="N",
+    p.add_argument("--count", type=flags.count(1), default=1, metavar="N",
                    help="number of traces, seeds K, K+1, ... (default 1)")
     p.add_argument("--mean-mbps", type=float, default=DEFAULT_GENERATE_MEAN_MBPS, metavar="X",
                    help=f"mean rate of each trace (default {DEFAULT_GENERATE_MEAN_MBPS:g})")
     p.add_argument("--ack-mean-mbps", type=float, default=None, metavar="X",
                    help="mean rate of the ACK traces (default: --mean-mbps)")
-    p.add_argument("--duration-s", type=float, default=DEFAULT_GENERATE_DURATION_S, metavar="S",
+    p.add_argument("--duration-s", type=flags.duration_s, default=DEFAULT_GENERATE_DURATION_S,
+                   metavar="S",
                    help="length, the period the trace repeats with "
                         f"(default {DEFAULT_GENERATE_DURATION_S:g})")
-    p.add_argument("--seed", type=int, default=0, metavar="K", help="first seed (default 0)")
+    p.add_argument("--seed", type=flags.seed, default=0, metavar="K", help="first seed (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -236,10 +238,6 @@ def _write_json(path: Path, value: Any) -> None:
 # ---------------------------------------------------------------- generate
 
 def _generate(args: argparse.Namespace) -> int:
-    if args.count < 1:
-        raise UserError(f"--count must be at least 1, got {args.count}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
     ack_mean = args.mean_mbps if args.ack_mean_mbps is None else args.ack_mean_mbps
     for flag, value in (("--mean-mbps", args.mean_mbps), ("--ack-mean-mbps", ack_mean),
                         ("--duration-s", args.duration_s)):

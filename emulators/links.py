@@ -30,12 +30,13 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 from importlib import resources
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.files import read_toml
 
 LINK_SET_SUFFIX = ".toml"
 PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
@@ -43,28 +44,18 @@ DATA_ENV = "CCGYM_DATA"
 CACHE_ENV = "CCGYM_CACHE"
 TRACE_CACHE_FOLDER = "traces"
 
-# Keys of one direction; the ACK direction has the same keys prefixed with `ack_`. The C++
-# parser is the authority on values; these lists let a TOML typo be reported with its file and
-# link before anything is built. TOML type expected for each key:
-_DIRECTION_KEYS: dict[str, tuple[type, ...]] = {
-    "trace": (str,),
-    "rate_mbps": (int, float),
-    "delivery": (str,),
-    "burst_packets": (int,),
-    "burst_period_ms": (int, float),
-    "queue": (str,),
-    "loss": (int, float),
+# The keys of a spec are the C++ parser's (spec_keys()). This table only says which TOML type
+# a value must have (an ACK key as its data key), so that a TOML typo is reported with its file
+# and link before anything is built; a key it lacks takes any scalar and the parser checks it.
+_TOML_TYPES: dict[str, tuple[type, ...]] = {
+    "trace": (str,), "rate_mbps": (int, float), "delivery": (str,), "burst_packets": (int,),
+    "burst_period_ms": (int, float), "queue": (str,), "loss": (int, float),
+    "delay_ms": (int, float), "once": (bool,),
 }
-SPEC_KEYS: dict[str, tuple[type, ...]] = {
-    **_DIRECTION_KEYS,
-    **{f"ack_{key}": types for key, types in _DIRECTION_KEYS.items()},
-    "delay_ms": (int, float),
-    "once": (bool,),
-}
+_ANY_SCALAR = (str, int, float, bool)
 LINK_META_KEYS = ("name", "source")
 SYNTHETIC_KEYS = {"synthetic_trace": "trace", "ack_synthetic_trace": "ack_trace"}
 TRACE_KEYS = ("trace", "ack_trace")
-LINK_KEYS = (*LINK_META_KEYS, *SPEC_KEYS, *SYNTHETIC_KEYS)
 TOP_LEVEL_KEYS = ("group", "description", "link")
 
 SYNTHETIC_MODELS = ("cellular",)
@@ -137,16 +128,7 @@ def packaged_link_sets() -> list[Path]:
 # ---------------------------------------------------------------- reading TOML
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such link set file") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        # tomllib's message ends with "(at line L, column C)".
-        raise UserError(f"{path}: TOML syntax error: {e}") from None
+    return read_toml(path, "link set")
 
 
 def _unknown_key(where: str, key: str, valid: tuple[str, ...] | list[str]) -> UserError:
@@ -288,12 +270,21 @@ def _synthetic(table_key: str, params: Any, where: str) -> str:
                         f"{e}") from None
 
 
+def spec_keys() -> tuple[str, ...]:
+    """The keys of a link spec string, as the C++ parser (emulators/cpp/spec.hh) lists them."""
+    from ccgym.emulators import _core
+
+    return tuple(_core.link_spec_keys())
+
+
 def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
     """(name, source, spec text) of one [[link]] table; every check short of the C++ parser."""
     where = _link_label(path, index, table)
+    keys = [key for key in spec_keys() if key not in LINK_META_KEYS]
+    valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS)
     for key in table:
-        if key not in LINK_KEYS:
-            raise _unknown_key(where, key, LINK_KEYS)
+        if key not in valid:
+            raise _unknown_key(where, key, valid)
     name = table.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise UserError(f"{where}: 'name' must be a string of letters, digits and . _ + -, "
@@ -303,10 +294,11 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
         raise UserError(f"{where}: 'source' must be a string")
 
     values: dict[str, str] = {}
-    for key, types in SPEC_KEYS.items():
+    for key in keys:
         if key not in table:
             continue
         value = table[key]
+        types = _TOML_TYPES.get(key.removeprefix("ack_"), _ANY_SCALAR)
         # bool is an int in Python: accept it only where a bool is meant.
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             expected = " or ".join(t.__name__ for t in types)
@@ -361,17 +353,71 @@ def load_link_set(path: str | os.PathLike) -> list[Link]:
 
 # ---------------------------------------------------------------- the CLI flags
 
-def _absolute_traces(spec_text: str, where: str) -> str:
-    """Expands ${CCGYM_DATA} and makes trace paths absolute, so that a spec given on the
-    command line still names the same files in workers started elsewhere."""
+def is_spec(entry: str) -> bool:
+    """The one rule for a link entry (a --link value, a [links] item, an env's links): a
+    string with `=` is a spec, anything else names a link set."""
+    return "=" in entry
+
+
+def _map_traces(spec_text: str, change: Callable[[str], str]) -> str:
+    """The spec with each trace path replaced by change(path); the rest as written."""
     parts = []
     for item in spec_text.split(","):
         key, sep, value = item.partition("=")
-        if sep and key.strip() in TRACE_KEYS:
-            value = _expand_data(value.strip(), where)
-            value = str(Path(value).expanduser().absolute())
+        if sep and key.strip() in TRACE_KEYS and value.strip():
+            value = change(value.strip())
         parts.append(f"{key}{sep}{value}")
     return ",".join(parts)
+
+
+def _absolute_traces(spec_text: str, where: str) -> str:
+    """Expands ${CCGYM_DATA} and makes trace paths absolute, so that a spec given on the
+    command line still names the same files in workers started elsewhere."""
+    return _map_traces(spec_text, lambda value: str(
+        Path(_expand_data(value, where)).expanduser().absolute()))
+
+
+def rebase_entry(entry: str, base: Path) -> str:
+    """A link entry written in a file in folder `base`, made to mean the same from anywhere:
+    relative trace paths of a spec and a relative link set path are taken from base;
+    ${CCGYM_DATA} is left for the machine that resolves the entry."""
+    if is_spec(entry):
+        def rebase(value: str) -> str:
+            if value.startswith("${") or Path(value).expanduser().is_absolute():
+                return value
+            return str((base / value).resolve())
+        return _map_traces(entry, rebase)
+    candidate = Path(entry).expanduser()
+    if not candidate.is_absolute() and (base / candidate).is_file():
+        return str((base / candidate).resolve())
+    return entry  # a packaged set name, or an absolute path
+
+
+def resolve_entries(entries: str | Sequence[str], group: str | None = None) -> list[Link]:
+    """The links that link entries name: each spec one link, each set its links. Links given
+    as specs take `group` when given (e.g. "validation"); a set's links keep the set's."""
+    links: list[Link] = []
+    for entry in [entries] if isinstance(entries, str) else entries:
+        if is_spec(entry):
+            link = link_from_spec(entry, where=entry)
+            links.append(dataclasses.replace(link, group=group) if group else link)
+        else:
+            links.extend(load_link_set(find_link_set(entry)))
+    return links
+
+
+def needs_shared_data(entries: str | Sequence[str]) -> bool:
+    """Whether link entries refer to the shared recorded data (${CCGYM_DATA})."""
+    for entry in [entries] if isinstance(entries, str) else entries:
+        if "${" in entry:
+            return True
+        if not is_spec(entry):
+            try:
+                if "${" in find_link_set(entry).read_text():
+                    return True
+            except (UserError, OSError):
+                continue
+    return False
 
 
 def link_from_spec(spec_text: str, where: str = "--link") -> Link:

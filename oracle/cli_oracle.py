@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ccgym.errors import UserError
+from ccgym import flags
 
 if TYPE_CHECKING:
     from ccgym.oracle.ideal import OracleSummary
@@ -34,10 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="one link spec, e.g. 'rate_mbps=12,delay_ms=20,loss=0.01'")
     where.add_argument("--links", metavar="SET",
                        help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
-    parser.add_argument("--seed", type=int, default=1, help="simulation seed (default 1)")
-    parser.add_argument("--duration-s", type=float, default=None,
+    parser.add_argument("--seed", type=flags.seed, default=1, help="simulation seed (default 1)")
+    parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length of each search run (default: a trace once, else 30 s)")
-    parser.add_argument("--json", metavar="OUT",
+    parser.add_argument("--json", metavar="OUT", type=flags.output_file,
                         help="write a JSON list of {link, bdp_packets, ideal_window, margin, "
                              "lookback, score, bdp_score}")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -50,10 +50,6 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.emulators.links import resolve_links
     from ccgym.oracle.ideal import summarize_link
 
-    if args.duration_s is not None and not args.duration_s > 0:
-        raise UserError("--duration-s must be positive")
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        raise UserError(f"--json: folder {Path(args.json).parent} does not exist")
     links = resolve_links(args.link, args.links)
     duration_ms = None if args.duration_s is None else args.duration_s * 1000.0
 

@@ -109,9 +109,14 @@ class LstmPolicy(nn.Module):
             raise ValueError(f"{where}: trained on observation version {observation}, but "
                              f"this ccgym computes version {_core.OBSERVATION_VERSION} "
                              "(see policies/cpp/features.hh); train the policy again")
-        policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
-                     num_actions=int(data["num_actions"]))
-        policy.load_state_dict(data["state_dict"])
+        try:
+            policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
+                         num_actions=int(data["num_actions"]))
+            policy.load_state_dict(data["state_dict"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            # A file of the right format whose sizes or weights do not fit together.
+            raise ValueError(f"{where}: a damaged policy file ({type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:200]})") from None
         policy.eval()
         return policy
 
@@ -122,8 +127,22 @@ class LstmPolicy(nn.Module):
     @classmethod
     def load(cls, path: str | os.PathLike) -> LstmPolicy:
         """A policy saved by save(), in eval mode; ValueError if the file is not one."""
-        data = torch.load(Path(path), map_location="cpu", weights_only=True)
-        return cls.from_file_dict(data, where=str(path))
+        return cls.from_file_dict(load_torch_file(path, "policy"), where=str(path))
+
+
+def load_torch_file(path: str | os.PathLike, what: str) -> object:
+    """torch.load of a file ccgym wrote (weights only: no code runs); ValueError naming the file
+    when it is empty, truncated or not a PyTorch file at all, whatever the unpickler raised."""
+    path = Path(path)
+    if path.is_file() and path.stat().st_size == 0:
+        raise ValueError(f"{path}: empty file, not a ccgym {what}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception:  # noqa: BLE001 - pickle, zip and torch each raise their own
+        raise ValueError(f"{path}: not a readable ccgym {what} (corrupt, truncated or another "
+                         "kind of file)") from None
 
 
 def atomic_torch_save(obj: object, path: Path) -> None:

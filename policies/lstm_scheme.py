@@ -37,7 +37,12 @@ class LstmScheme:
                 raise UserError("lstm: give a run folder or a policy file")
             path = resolve_policy_path(argument)
             try:
-                policy = LstmPolicy.load(path)
+                if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
+                    from ccgym.policies.onnx_policy import OnnxPolicy
+
+                    policy = OnnxPolicy(path)
+                else:
+                    policy = LstmPolicy.load(path)
             except (ValueError, RuntimeError, OSError) as e:
                 raise UserError(f"lstm:{argument}: cannot load the policy: {e}") from e
         self.policy = policy

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
 from ccgym.train.run_folder import RunFolder
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", metavar="RUN_DIR",
                         help="continue the run in RUN_DIR from its last checkpoint")
     parser.add_argument("--name", help="run name (default: [run] name of the config)")
-    parser.add_argument("--out", default="runs", metavar="DIR",
+    parser.add_argument("--out", default="runs", metavar="DIR", type=flags.output_folder,
                         help="folder of run folders (default: runs)")
     parser.add_argument("--seed", type=int, metavar="N",
                         help="seed of the run's rollouts, splits and initial weights "

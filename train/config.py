@@ -27,13 +27,13 @@ import difflib
 import math
 import os
 import re
-import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.files import read_toml
 
 LinkEntries = str | list[str]
 
@@ -238,17 +238,12 @@ def parse_config(doc: dict[str, Any], source: str = "config") -> TrainConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such config file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder, not a config file") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: TOML syntax error: {e}") from None
+    doc = read_toml(path, "config file")
+    if not doc:
+        # Training with every default is `ccgym train` with no file; an empty file is a mistake.
+        raise UserError(f"{path}: empty config (no sections); give [run], [links], ... as in "
+                        "configs/train/quick.toml, or no file for the packaged default")
+    return doc
 
 
 def load_config(path: str | os.PathLike) -> TrainConfig:

@@ -1,0 +1,152 @@
+"""Bad input a user can give any verb: each one ends in one line that says what and where,
+exit status 2, and nothing written. The table is what a new user tried (issue 20); each row
+once failed with a traceback, a hang or a silent nonsense result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccgym.cli import main
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path_factory.getbasetemp() / "ccgym-cache"))
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """A folder of bad files, and one of everything else the cases point at."""
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "garbage.pt").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "text.pt").write_text("hello\n")
+    (tmp_path / "garbage.onnx").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "binary.toml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01")
+    (tmp_path / "empty.toml").write_text("")
+    (tmp_path / "binary.trace").write_bytes(b"0\n1\n\x01\x00\xff\n")
+    (tmp_path / "short.trace").write_text("0\n1\n2\n3\n")
+    (tmp_path / "a-file").write_text("in the way\n")
+    (tmp_path / "a-folder").mkdir()
+    return tmp_path
+
+
+LINK = "rate_mbps=12,delay_ms=20"
+EVAL = ["eval", "--link", LINK, "--schemes", "vegas", "--duration-s", "1", "--no-progress"]
+
+# (argv with {d} for the files folder, text the error must contain)
+CASES = {
+    # Policy files: empty, corrupt, not a policy at all, ONNX garbage.
+    "eval empty policy": (["eval", "--link", LINK, "--schemes", "lstm:{d}/empty.pt"],
+                          "empty file"),
+    "eval corrupt policy": (["eval", "--link", LINK, "--schemes", "lstm:{d}/garbage.pt"],
+                            "not a readable ccgym policy"),
+    "eval text policy": (["eval", "--link", LINK, "--schemes", "lstm:{d}/text.pt"],
+                         "not a readable ccgym policy"),
+    "eval corrupt onnx": (["eval", "--link", LINK, "--schemes", "lstm:{d}/garbage.onnx"],
+                          "not a readable ONNX model"),
+    "export empty policy": (["export", "{d}/empty.pt"], "empty file"),
+    "export corrupt policy": (["export", "{d}/garbage.pt"], "not a readable ccgym policy"),
+    # TOML files that are not text, or empty.
+    "eval binary link set": (["eval", "--links", "{d}/binary.toml"], "binary.toml"),
+    "train binary config": (["train", "{d}/binary.toml"], "binary.toml"),
+    "train empty config": (["train", "{d}/empty.toml"], "empty"),
+    # Seeds the core cannot take.
+    "eval negative seed": ([*EVAL, "--seed", "-1"], "--seed"),
+    "oracle negative seed": (["oracle", "--link", LINK, "--seed", "-1"], "--seed"),
+    "links show negative seed": (["links", "show", LINK, "--seed", "-1"], "--seed"),
+    "run negative seed": (["run", "--link", LINK, "--scheme", "cubic", "--seed", "-1"], "--seed"),
+    # Output paths of the wrong kind.
+    "eval json is a folder": ([*EVAL, "--json", "{d}/a-folder"], "is a folder"),
+    "eval json in a missing folder": ([*EVAL, "--json", "{d}/nope/out.json"], "does not exist"),
+    "eval plots is a file": ([*EVAL, "--plots", "{d}/a-file"], "is a file"),
+    "eval plots under a file": ([*EVAL, "--plots", "{d}/a-file/plots"], "is a file"),
+    "oracle json is a folder": (["oracle", "--link", LINK, "--json", "{d}/a-folder"],
+                                "is a folder"),
+    "run logs is a file": (["run", "--link", LINK, "--scheme", "cubic", "--logs", "{d}/a-file"],
+                           "is a file"),
+    "run plots is a file": (["run", "--link", LINK, "--scheme", "cubic", "--plots", "{d}/a-file"],
+                            "is a file"),
+    "train out is a file": (["train", "--out", "{d}/a-file"], "is a file"),
+    "export output is a folder": (["export", "{d}/garbage.pt", "-o", "{d}/a-folder"],
+                                  "is a folder"),
+    "receive log in a missing folder": (["receive", "--port", "9", "--log", "{d}/nope/r.tsv"],
+                                        "does not exist"),
+    # Numbers out of bounds, checked where the spec is parsed.
+    "eval huge rate": (["eval", "--link", "rate_mbps=1e9,delay_ms=20", "--schemes", "vegas"],
+                       "[0.1, 10000] Mbit/s"),
+    "eval tiny rate": (["eval", "--link", "rate_mbps=0.0001,delay_ms=20"], "[0.1, 10000]"),
+    "eval huge delay": (["eval", "--link", "rate_mbps=12,delay_ms=1e9"], "[0, 1000] ms"),
+    "eval huge queue": (["eval", "--link", "rate_mbps=12,queue=droptail:packets=1e12"],
+                        "'queue'"),
+    "eval huge duration": ([*EVAL[:-3], "--duration-s", "1e9"], "--duration-s"),
+    "eval nan duration": ([*EVAL[:-3], "--duration-s", "nan"], "--duration-s"),
+    "eval huge rate in a link set": (["oracle", "--link", "rate_mbps=20000"], "rate_mbps"),
+    # A binary trace: the file, the line, and the bytes escaped.
+    "eval binary trace": (["eval", "--link", "trace={d}/binary.trace,delay_ms=5"],
+                          ("binary.trace:3: expected a non-negative integer (ms), got "
+                           "'\\x01\\x00\\xff'")),
+    # Silent nonsense before.
+    "eval empty scheme item": (["eval", "--link", LINK, "--schemes", "vegas,,bbr"], "empty item"),
+    "eval duplicate scheme": (["eval", "--link", LINK, "--schemes", "vegas,bbr,vegas"],
+                              "given twice"),
+    "eval flow after the end": ([*EVAL, "--flows", "2", "--interval-s", "5"],
+                                "the last flow would start at 5 s"),
+    "eval zero flows": ([*EVAL, "--flows", "0"], "--flows"),
+    # Real runs.
+    "run corrupt onnx": (["run", "--link", LINK, "--scheme", "lstm:{d}/garbage.onnx"],
+                         "not a readable ONNX model"),
+    "run unresolvable remote": (["run", "--remote", "no-such-host.invalid:9000", "--scheme",
+                                 "cubic"], "no-such-host.invalid"),
+    "receive bind elsewhere": (["receive", "--port", "9", "--bind", "192.0.2.1"], "192.0.2.1"),
+    "receive bind a name": (["receive", "--port", "9", "--bind", "no-such-host.invalid"],
+                            "no-such-host.invalid"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_is_one_clear_line(name: str, files: Path, capsys) -> None:
+    argv, expected = CASES[name]
+    argv = [arg.replace("{d}", str(files)) for arg in argv]
+    before = sorted(p.relative_to(files) for p in files.rglob("*"))
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"ccgym {argv[0]}")
+    assert "error: " in lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in err
+    # Nothing written: no partial output, no run folder, no empty --logs folder.
+    assert sorted(p.relative_to(files) for p in files.rglob("*")) == before
+
+
+def test_an_unexpected_failure_is_one_line_pointing_to_its_traceback(monkeypatch, capsys,
+                                                                       tmp_path: Path) -> None:
+    from ccgym.analysis import cli_eval
+
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
+
+    def broken(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli_eval, "run", broken)
+    assert main(EVAL) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("ccgym eval: internal error")
+    assert "ZeroDivisionError: a bug" in line
+    [log] = (tmp_path / "crashes").iterdir()
+    assert str(log) in line
+    assert "Traceback" in log.read_text() and "ZeroDivisionError" in log.read_text()
+    # --debug shows the traceback itself.
+    with pytest.raises(ZeroDivisionError):
+        main([*EVAL, "--debug"])
+
+
+def test_a_bad_flag_is_one_line_not_the_usage(capsys) -> None:
+    assert main(["eval", "--link", LINK, "--runs", "zero"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == ("ccgym eval: error: argument --runs: must be an integer, got 'zero' "
+                    "(see ccgym eval --help)")
