@@ -157,7 +157,7 @@ def _pick(links: list[links_mod.Link], name: str, set_name: str) -> links_mod.Li
 def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
     if args.link is None and args.links is None:
         raise UserError("show what? give a link spec, a link name, or --links SET")
-    if args.link is not None and "=" in args.link:
+    if args.link is not None and links_mod.is_spec(args.link):
         if args.links is not None:
             raise UserError("give a link spec or --links SET, not both")
         return [links_mod.link_from_spec(args.link, where="SPEC")]

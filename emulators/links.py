@@ -30,9 +30,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from ccgym.errors import UserError
@@ -362,12 +362,17 @@ def is_spec(entry: str) -> bool:
 def _map_traces(spec_text: str, change: Callable[[str], str]) -> str:
     """The spec with each trace path replaced by change(path); the rest as written."""
     parts = []
-    for item in spec_text.split(","):
-        key, sep, value = item.partition("=")
+    for key, sep, value in _spec_items(spec_text):
         if sep and key.strip() in TRACE_KEYS and value.strip():
             value = change(value.strip())
         parts.append(f"{key}{sep}{value}")
     return ",".join(parts)
+
+
+def _spec_items(spec_text: str) -> list[tuple[str, str, str]]:
+    """A spec's comma-separated items as (key, "=", value), unstripped; ("text", "", "") for
+    an item without `=` (the C++ parser reports it)."""
+    return [item.partition("=") for item in spec_text.split(",")]
 
 
 def _absolute_traces(spec_text: str, where: str) -> str:
@@ -393,13 +398,14 @@ def rebase_entry(entry: str, base: Path) -> str:
     return entry  # a packaged set name, or an absolute path
 
 
-def resolve_entries(entries: str | Sequence[str], group: str | None = None) -> list[Link]:
+def resolve_entries(entries: str | Sequence[str], group: str | None = None,
+                    where: str = "--link") -> list[Link]:
     """The links that link entries name: each spec one link, each set its links. Links given
     as specs take `group` when given (e.g. "validation"); a set's links keep the set's."""
     links: list[Link] = []
     for entry in [entries] if isinstance(entries, str) else entries:
         if is_spec(entry):
-            link = link_from_spec(entry, where=entry)
+            link = link_from_spec(entry, where)
             links.append(dataclasses.replace(link, group=group) if group else link)
         else:
             links.extend(load_link_set(find_link_set(entry)))
@@ -442,12 +448,7 @@ def _trace_name(spec_text: str) -> str | None:
 def spec_fields(spec_text: str) -> dict[str, str]:
     """The key=value pairs of a (canonical) spec string, as text; no checks. For reading back
     what the C++ parser printed, e.g. the trace path; never for validating user input."""
-    fields = {}
-    for item in spec_text.split(","):
-        key, sep, value = item.partition("=")
-        if sep:
-            fields[key.strip()] = value.strip()
-    return fields
+    return {key.strip(): value.strip() for key, sep, value in _spec_items(spec_text) if sep}
 
 
 def find_link_set(name_or_path: str) -> Path:

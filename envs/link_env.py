@@ -46,7 +46,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ccgym.emulators import _core
-from ccgym.emulators.links import Link, find_link_set, link_from_spec, load_link_set
+from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window, mean_rate_mbps
 
@@ -148,17 +148,10 @@ def _check_links_value(links: Any) -> None:
 
 def resolve_env_links(links: list[str] | str) -> list[Link]:
     """The Link objects a config names; ValueError naming 'links' on any problem."""
-    entries = [links] if isinstance(links, str) else list(links)
-    out: list[Link] = []
     try:
-        for entry in entries:
-            if "=" in entry:
-                out.append(link_from_spec(entry))
-            else:
-                out.extend(load_link_set(find_link_set(entry)))
+        return resolve_entries(links)
     except UserError as e:
         raise ValueError(f"EnvConfig: links: {e}") from None
-    return out
 
 
 # ---------------------------------------------------------------- shared with the vector env

@@ -42,6 +42,7 @@ import numpy as np
 
 from ccgym.analysis.metrics import summarize
 from ccgym.emulators import _core
+from ccgym.emulators.links import spec_fields
 from ccgym.emulators.stepping import run_stepped
 
 PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
@@ -205,14 +206,10 @@ def is_plain_constant_link(link_spec: str) -> bool:
     """Constant-rate data direction, infinite queue, no loss, and an ACK direction that
     is at most a constant rate: the links whose ideal window is the BDP."""
     parsed = _core.parse_link_spec(link_spec)
-    ack_keys = {key for key in _spec_keys(parsed.to_string()) if key.startswith("ack_")}
+    ack_keys = {key for key in spec_fields(parsed.to_string()) if key.startswith("ack_")}
     return (not parsed.data_trace and parsed.delivery == "constant"
             and parsed.queue == "infinite" and parsed.loss == 0
             and ack_keys <= _PLAIN_ACK_KEYS)
-
-
-def _spec_keys(canonical: str) -> list[str]:
-    return [item.partition("=")[0].strip() for item in canonical.split(",") if "=" in item]
 
 
 def default_duration_ms(link_spec: str) -> float:

@@ -321,35 +321,12 @@ def validate(config: TrainConfig, source: str) -> None:
 
 # ---------------------------------------------------------------- links
 
-TRACE_KEYS = ("trace", "ack_trace")
-
-
-def _absolute_spec(spec: str, base: Path) -> str:
-    """A spec with relative trace paths made relative to `base` (the config's folder)."""
-    parts = []
-    for item in spec.split(","):
-        key, sep, value = item.partition("=")
-        value_s = value.strip()
-        if (sep and key.strip() in TRACE_KEYS and value_s and not value_s.startswith("${")
-                and not Path(value_s).expanduser().is_absolute()):
-            value = str((base / value_s).resolve())
-        parts.append(f"{key}{sep}{value}")
-    return ",".join(parts)
-
-
-def _absolute_entry(entry: str, base: Path) -> str:
-    if "=" in entry:
-        return _absolute_spec(entry, base)
-    candidate = Path(entry).expanduser()
-    if not candidate.is_absolute() and (base / candidate).is_file():
-        return str((base / candidate).resolve())
-    return entry  # a packaged set name, or an absolute path
-
-
 def _absolute_entries(entries: LinkEntries, base: Path) -> LinkEntries:
+    from ccgym.emulators.links import rebase_entry
+
     if isinstance(entries, str):
-        return _absolute_entry(entries, base) if entries else entries
-    return [_absolute_entry(e, base) for e in entries]
+        return rebase_entry(entries, base) if entries else entries
+    return [rebase_entry(e, base) for e in entries]
 
 
 def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
@@ -365,16 +342,10 @@ def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
     """The Link objects (ccgym.emulators.links.Link) a [links] entry names. Links given as
     spec strings form a group named after the entry (e.g. "validation"); a link set's links
     keep the set's group."""
-    from ccgym.emulators.links import find_link_set, link_from_spec, load_link_set
+    from ccgym.emulators.links import resolve_entries
 
-    items = [entries] if isinstance(entries, str) else list(entries)
-    links = []
     try:
-        for item in items:
-            if "=" in item:
-                links.append(dataclasses.replace(link_from_spec(item), group=what))
-            else:
-                links.extend(load_link_set(find_link_set(item)))
+        links = resolve_entries(entries, group=what)
     except UserError as e:
         raise UserError(f"[links] {what}: {e}") from None
     if not links:
@@ -382,26 +353,9 @@ def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
     return links
 
 
-def needs_shared_data(entries: LinkEntries) -> bool:
-    """Whether a [links] entry refers to the shared recorded data (${CCGYM_DATA})."""
-    from ccgym.emulators.links import find_link_set
-
-    items = [entries] if isinstance(entries, str) else list(entries)
-    for item in items:
-        if "${" in item:
-            return True
-        if "=" not in item:
-            try:
-                if "${" in find_link_set(item).read_text():
-                    return True
-            except (UserError, OSError):
-                continue
-    return False
-
-
 def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     """The validation links, and a note when the fallback replaced them (data absent)."""
-    from ccgym.emulators.links import data_dir
+    from ccgym.emulators.links import data_dir, needs_shared_data
 
     links = config.links
     data = data_dir()
