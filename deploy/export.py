@@ -185,7 +185,7 @@ def recorded_observations(link: str, steps: int, seed: int = 1,
     rng = np.random.default_rng(seed)
     sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
     ideal = ideal_window(link, seed)
-    previous = [tuple(a) for a in _core.ACTIONS].index(("+", 0.0))
+    previous = _core.HOLD_ACTION
     out = []
     for k in range(steps):
         out.append(sim.observation(previous, 0))

@@ -3,12 +3,13 @@
 Each episode runs one link, drawn by the env's np_random from the config's links, in
 the virtual-time simulator with one "external" flow whose window the agent sets.
 
-- observation: Box(OBS_DIM,) float32, Indigo's state as the C++ core computes it (the
-  same code the UDP sender runs): queueing-delay EWMA, delivery-rate EWMA, sending-rate
-  EWMA, window, each scaled by a named constant of policies/cpp/features.hh, then the
-  previous action one-hot. Never recomputed here.
-- action: Discrete(NUM_ACTIONS), Indigo's /2, -10, +0, +10, x2, applied to the window by
-  the C++ apply_action; one step is STEP_MS (10 ms) of virtual time.
+- observation: Box(OBS_DIM,) float32, as the C++ core computes it (the same code the UDP
+  sender runs, observation version 3 of policies/cpp/features.hh): Indigo's state
+  (queueing-delay EWMA, delivery-rate EWMA, sending-rate EWMA, window), then min RTT, the
+  latest queueing delay, time since the last ACK, window over the measured pipe and a loss
+  EWMA, then the previous action one-hot. Never recomputed here.
+- action: Discrete(NUM_ACTIONS), ACTION_NAMES (/2, -10, -1, +0, +1, +10, x2), applied to the
+  window by the C++ apply_action; one step is STEP_MS (10 ms) of virtual time.
 - reward: the contest's objective, ln(throughput) - ln(delay), per step and normalized
   by the link, so that 0 is ideal on every link and rewards of links compare:
 
@@ -62,7 +63,7 @@ BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
 SIM_SEED_BOUND = 2**31
 # The action that keeps the window: the previous action of a fresh episode, as the
 # C++ VecSimulator also starts.
-HOLD_ACTION = [tuple(a) for a in _core.ACTIONS].index(("+", 0.0))
+HOLD_ACTION = _core.HOLD_ACTION
 
 
 @dataclass

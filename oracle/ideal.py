@@ -203,12 +203,14 @@ def mean_rate_mbps(link_spec: str, seed: int = 1) -> float:
 
 
 def is_plain_constant_link(link_spec: str) -> bool:
-    """Constant-rate data direction, infinite queue, no loss, and an ACK direction that
-    is at most a constant rate: the links whose ideal window is the BDP."""
+    """Constant-rate data direction, an infinite or DropTail queue (a window of one BDP
+    queues nothing, whatever the buffer), no loss, and an ACK direction that is at most a
+    constant rate: the links whose ideal window is the BDP."""
     parsed = _core.parse_link_spec(link_spec)
     ack_keys = {key for key in spec_fields(parsed.to_string()) if key.startswith("ack_")}
     return (not parsed.data_trace and parsed.delivery == "constant"
-            and parsed.queue == "infinite" and parsed.loss == 0
+            and (parsed.queue == "infinite" or parsed.queue.startswith("droptail"))
+            and parsed.loss == 0
             and ack_keys <= _PLAIN_ACK_KEYS)
 
 

@@ -145,6 +145,9 @@ NB_MODULE(_core, m) {
   m.attr("OBS_ACTION_OFFSET") = kObsActionOffset;
   m.attr("OBS_SIGNED_INDEX") = kObsSignedIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
+  nb::list action_names;
+  for (const char* name : kActionNames) action_names.append(name);
+  m.attr("ACTION_NAMES") = action_names;
   m.attr("DATA_PACKET_BYTES") = kDataPacketBytes;
   nb::list actions;
   for (const auto& a : kActions)

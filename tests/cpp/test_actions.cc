@@ -6,13 +6,16 @@
 namespace ccgym {
 namespace {
 
-constexpr int kHalve = 0, kMinus10 = 1, kKeep = 2, kPlus10 = 3, kDouble = 4;
+constexpr int kHalve = 0, kMinus10 = 1, kMinus1 = 2, kKeep = 3, kPlus1 = 4, kPlus10 = 5, kDouble = 6;
+static_assert(kKeep == kHoldAction);
 
 TEST(Actions, IndigoSetClampedToTheWindowRange) {
   EXPECT_DOUBLE_EQ(apply_action(40, kHalve), 20);
   EXPECT_DOUBLE_EQ(apply_action(40, kMinus10), 30);
   EXPECT_DOUBLE_EQ(apply_action(40, kKeep), 40);
   EXPECT_DOUBLE_EQ(apply_action(40, kPlus10), 50);
+  EXPECT_DOUBLE_EQ(apply_action(40, kMinus1), 39);
+  EXPECT_DOUBLE_EQ(apply_action(40, kPlus1), 41);
   EXPECT_DOUBLE_EQ(apply_action(40, kDouble), 80);
   EXPECT_DOUBLE_EQ(apply_action(5, kMinus10), kMinWindow);
   EXPECT_DOUBLE_EQ(apply_action(kMaxWindow, kDouble), kMaxWindow);
@@ -30,6 +33,9 @@ TEST(Actions, ExpertPicksTheClosestResult) {
   EXPECT_EQ(closest_action(15, 40), kDouble);
   EXPECT_EQ(closest_action(30, 40), kPlus10);
   EXPECT_EQ(closest_action(40, 40), kKeep);
+  EXPECT_EQ(closest_action(40, 42), kPlus1);
+  EXPECT_EQ(closest_action(40, 37), kMinus1);
+  for (int a = 0; a < kNumActions; ++a) EXPECT_STRNE(kActionNames[static_cast<std::size_t>(a)], "");
   EXPECT_EQ(closest_action(100, 40), kHalve);
 }
 

@@ -479,7 +479,7 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     model = tmp_path / "plus10.onnx"
     out_b = np.zeros((1, NUM_ACTIONS), np.float32)
-    out_b[0, 3] = 10.0  # action 3 is +10 (policies/cpp/actions.hh)
+    out_b[0, _core.ACTION_NAMES.index("+10")] = 10.0
     _lstm_onnx(model, rng, np.zeros((HIDDEN, NUM_ACTIONS), np.float32), out_b)
     slog = tmp_path / "sender.tsv"
     with started(BIN["ccgym-receiver"], "--port", "0") as receiver:

@@ -73,7 +73,7 @@ def test_external_window_is_set_from_outside():
     sim.set_window(5.0)
     sim.run_until(1000)
     assert sim.in_flight() <= 5
-    sim.set_window(_core.apply_action(sim.window(), 4))  # x2
+    sim.set_window(_core.apply_action(sim.window(), _core.ACTION_NAMES.index("x2")))
     assert sim.window() == 10
 
 
@@ -109,9 +109,10 @@ def test_unknown_scheme_lists_valid_ones():
 
 def test_take_action_does_not_grow_the_window_before_the_first_ack():
     sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1)
-    assert sim.take_action(4) == 10  # x2 at t=0: nothing acknowledged yet
-    assert sim.take_action(0) == 5   # shrinking is allowed
+    double = _core.ACTION_NAMES.index("x2")
+    assert sim.take_action(double) == 10  # x2 at t=0: nothing acknowledged yet
+    assert sim.take_action(_core.ACTION_NAMES.index("/2")) == 5   # shrinking is allowed
     sim.run_until(50)                # past the 40 ms RTT
-    assert sim.take_action(4) == 10
+    assert sim.take_action(double) == 10
     with pytest.raises(ValueError, match="action out of range"):
-        sim.take_action(5)
+        sim.take_action(_core.NUM_ACTIONS)

@@ -57,19 +57,19 @@ def test_info_carries_the_oracle_and_the_step():
     assert set(info) == INFO_KEYS
     assert env.observation_space.contains(obs)
     assert info["ideal_window"] == pytest.approx(40) and info["window"] == 15
-    assert info["expert_action"] == 4  # x2 takes 15 closest to 40
+    assert info["expert_action"] == _core.ACTION_NAMES.index("x2")  # takes 15 closest to 40
     # Before the first ACK (the RTT is 40 ms) the window may not grow.
     _, _, _, _, info = env.step(info["expert_action"])
     assert info["window"] == 15 and info["link"] == LINK_12
-    _, _, _, _, info = env.step(0)  # but it may shrink: /2
+    _, _, _, _, info = env.step(_core.ACTION_NAMES.index("/2"))  # but it may shrink
     assert info["window"] == 7.5
     for _ in range(4):  # 50 ms: the first ACKs are in
-        _, _, _, _, info = env.step(2)
-    _, _, _, _, info = env.step(4)
+        _, _, _, _, info = env.step(_core.HOLD_ACTION)
+    _, _, _, _, info = env.step(_core.ACTION_NAMES.index("x2"))
     assert info["window"] == 15
-    _, _, _, _, info = env.step(4)
+    _, _, _, _, info = env.step(_core.ACTION_NAMES.index("x2"))
     assert info["window"] == 30
-    assert info["expert_action"] == 3  # +10: 40
+    assert info["expert_action"] == _core.ACTION_NAMES.index("+10")  # 40
 
 
 def test_first_rewards_worked_out_by_hand():
@@ -79,7 +79,7 @@ def test_first_rewards_worked_out_by_hand():
     # rate, at a mean one-way delay of 25.5 ms.
     env = LinkEnv(links=[LINK_12], initial_window=10)
     env.reset(seed=0)
-    rewards, infos = zip(*[(r, info) for _, r, _, _, info in (env.step(2) for _ in range(3))])
+    rewards, infos = zip(*[(r, info) for _, r, _, _, info in (env.step(_core.HOLD_ACTION) for _ in range(3))])
     floor = np.log(0.01)
     assert rewards[0] == pytest.approx(floor - np.log(30 / 20))
     assert rewards[1] == pytest.approx(floor - np.log(40 / 20))
@@ -109,7 +109,7 @@ def test_following_the_expert_reaches_the_ideal_and_earns_more_than_starving():
 def test_episode_truncates_after_episode_ms():
     env = LinkEnv(links=[LINK_12], episode_ms=105)  # ceil(105 / 10) = 11 steps
     env.reset(seed=0)
-    flags = [env.step(2)[3] for _ in range(11)]
+    flags = [env.step(_core.HOLD_ACTION)[3] for _ in range(11)]
     assert flags == [False] * 10 + [True]
 
 

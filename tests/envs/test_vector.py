@@ -53,7 +53,7 @@ def test_matches_single_envs_step_by_step_across_autoresets():
 def test_autoreset_starts_new_episodes_on_the_same_step():
     vec = VecLinkEnv(3, CONFIG, threads=1)
     vec.reset(seed=0)
-    hold = np.full(3, 4)  # x2 every step: the window grows far from the initial 10
+    hold = np.full(3, _core.ACTION_NAMES.index("x2"))  # x2 every step: the window grows far from the initial 10
     for _ in range(19):
         _, _, _, truncated, infos = vec.step(hold)
         assert not truncated.any() and "final_obs" not in infos
@@ -80,7 +80,7 @@ def test_next_step_autoreset_starts_the_new_episodes_on_the_following_call():
     assert b[3].all() and "final_obs" not in b[4]
     np.testing.assert_array_equal(np.stack(a[4]["final_obs"]), b[0])
     # The next call ignores its actions and returns the new episodes' first observations.
-    obs, rewards, terminated, truncated, infos = nxt.step(np.full(3, 4))
+    obs, rewards, terminated, truncated, infos = nxt.step(np.full(3, _core.ACTION_NAMES.index("x2")))
     np.testing.assert_array_equal(obs, a[0])
     assert (rewards == 0).all() and not terminated.any() and not truncated.any()
     np.testing.assert_array_equal(infos["link"], a[4]["link"])
