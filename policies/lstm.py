@@ -138,9 +138,9 @@ def load_torch_file(path: str | os.PathLike, what: str) -> object:
         raise ValueError(f"{path}: empty file, not a ccgym {what}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except OSError:
-        raise
-    except Exception:  # noqa: BLE001 - pickle, zip and torch each raise their own
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise  # the file could not be opened: the caller names the problem
+    except Exception:  # noqa: BLE001 - pickle, zip and torch each raise their own (OSError too)
         raise ValueError(f"{path}: not a readable ccgym {what} (corrupt, truncated or another "
                          "kind of file)") from None
 

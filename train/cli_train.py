@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if args.name is not None or args.seed is not None:
             raise UserError("--name and --seed cannot change a resumed run")
         folder = RunFolder.existing(args.resume)
+        folder.check_resumable()
         config = folder.load_config()
     else:
         config = load_config(args.config) if args.config else load_packaged_config(DEFAULT_CONFIG)
@@ -101,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if folder is None:
         folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)
-    folder.write_config(config)
+        folder.write_config(config)
+    elif changes:  # a resumed run records its new target (--iterations, --workers)
+        folder.write_config(config)
     print(f"run folder: {folder.path}")
 
     progress = not args.no_progress

@@ -34,7 +34,7 @@ from torch import nn
 
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
-from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
+from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
 from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
@@ -345,13 +345,24 @@ def save_checkpoint(path: Path, state: DaggerState) -> None:
 
 def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError) as e:
-        raise UserError(f"{path}: cannot read the checkpoint: {e}") from None
+        data = load_torch_file(path, "checkpoint")
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the checkpoint: {e.strerror}") from None
+    except ValueError as e:
+        raise UserError(str(e)) from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise UserError(f"{path}: not a ccgym DAgger checkpoint")
     if data.get("version") not in READABLE_VERSIONS:
         raise UserError(f"{path}: checkpoint version {data.get('version')} is not supported")
+    try:
+        return _state_from_checkpoint(data, path, config)
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as e:
+        # The right format, damaged inside (or written by a ccgym whose layout differs).
+        raise UserError(f"{path}: a damaged checkpoint ({type(e).__name__}: "
+                        f"{' '.join(str(e).split())[:200]})") from None
+
+
+def _state_from_checkpoint(data: dict[str, Any], path: Path, config: TrainConfig) -> DaggerState:
     policy = LstmPolicy.from_file_dict(data["model"], where=str(path))
     if policy.hidden_size != config.model.hidden_size:
         raise UserError(f"{path}: the checkpoint's hidden_size {policy.hidden_size} differs "
@@ -441,6 +452,10 @@ def _start_state(config: TrainConfig, folder: RunFolder, resume: bool, extend: b
     if not (resume and folder.checkpoint.is_file()):
         return new_state(config)
     state = load_checkpoint(folder.checkpoint, config)
+    if state.iteration >= config.run.iterations:
+        raise UserError(f"--resume {folder.path}: the run has finished its {state.iteration} "
+                        f"iterations; give --iterations N (more than {state.iteration}) to "
+                        "train it further")
     say(f"resuming {folder.path} after iteration {state.iteration}")
     if state.early_stopping.stopped and state.iteration < config.run.iterations:
         if extend:

@@ -71,6 +71,15 @@ class RunFolder:
             raise UserError(f"{flag} {folder.path}: not a run folder (no {CONFIG_FILE})")
         return folder
 
+    def check_resumable(self) -> None:
+        """A folder with a policy but no checkpoint lost its trainer's state: resuming would start
+        over at iteration 1 and overwrite the policy. With neither, no iteration finished, and
+        starting over is what resuming means."""
+        if self.policy.is_file() and not self.checkpoint.is_file():
+            raise UserError(f"--resume {self.path}: holds {POLICY_FILE} but no {CHECKPOINT_FILE}, "
+                            "so the run cannot continue where it stopped; start a new run "
+                            f"(from its config: ccgym train {self.config})")
+
     def write_config(self, config: Any) -> None:
         from ccgym.train.config import to_toml
 
