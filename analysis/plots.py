@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from ccgym.analysis.metrics import (
     Metrics,
     signal_delay_series,
 )
+from ccgym.files import atomic_open
 
 if TYPE_CHECKING:
     from ccgym.analysis.evaluate import Run
@@ -46,8 +46,6 @@ GRID_ALPHA = 0.3
 PACKET_DOT_ALPHA = 0.3
 PACKET_DOT_COLOR = "grey"
 DELAY_TICKS = (1.0, 2.0, 5.0)  # labelled delays per decade: 10, 20, 50, 100, ...
-# mkstemp makes files private (0600); a plot is as readable as any other output.
-PNG_MODE = 0o644
 
 # A point of the throughput-delay plane: (95% end-to-end delay ms, Mbit/s).
 Point = tuple[float, float]
@@ -57,15 +55,8 @@ PointLike = Metrics | Mapping[str, Any] | Sequence[float]
 def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     FigureCanvasAgg(fig)  # render with Agg whatever backend the caller's pyplot uses
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=DPI)
-        os.chmod(tmp, PNG_MODE)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_open(target, "wb") as f:
+        fig.savefig(f, format="png", dpi=DPI)
 
 
 def _window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:

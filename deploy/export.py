@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ccgym.emulators import _core
+from ccgym.files import atomic_path
 from ccgym.policies.lstm import LstmPolicy
 
 OPSET = 17
@@ -138,15 +138,8 @@ def export_policy(policy: LstmPolicy, path: str | os.PathLike) -> Path:
     """Writes the one-step graph to path, atomically; returns the path."""
     path = Path(path)
     model = build_model(policy)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        onnx.save_model(model, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        onnx.save_model(model, str(tmp))
     return path
 
 

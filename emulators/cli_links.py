@@ -25,6 +25,7 @@ from typing import Any, Collection
 from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.emulators import links as links_mod
+from ccgym.files import atomic_write_json
 
 # Statistics of a generated delivery process are taken over this much of it.
 GENERATED_STATS_DURATION_S = 60.0
@@ -229,8 +230,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _write_json(path: Path, value: Any) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value, indent=2) + "\n")
+        atomic_write_json(path, value)
     except OSError as e:
         raise UserError(f"--json {path}: cannot write: {e.strerror}") from None
 

@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ccgym.files import atomic_write_text
 
 # Bumped whenever the model or its use of the random stream changes, so that traces cached
 # under a hash of the parameters are regenerated rather than silently reused.
@@ -196,14 +197,6 @@ def write_trace(path: str | os.PathLike, timestamps: np.ndarray) -> Path:
     never a partial trace, even with several processes writing the same path."""
     validate_trace(timestamps)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(map(str, np.asarray(timestamps, dtype=np.int64).tolist())) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, "\n".join(map(str, np.asarray(timestamps, dtype=np.int64).tolist()))
+                      + "\n")
     return path

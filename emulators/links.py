@@ -25,7 +25,6 @@ UserError naming the file, the link and the key.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import os
@@ -36,12 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
-from ccgym.files import read_toml
+from ccgym.files import cache_root, read_toml, unknown_key
 
 LINK_SET_SUFFIX = ".toml"
 PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
 DATA_ENV = "CCGYM_DATA"
-CACHE_ENV = "CCGYM_CACHE"
 TRACE_CACHE_FOLDER = "traces"
 
 # The keys of a spec are the C++ parser's (spec_keys()). This table only says which TOML type
@@ -107,12 +105,7 @@ def data_dir() -> Path | None:
 def cache_dir() -> Path:
     """Where generated traces are kept: $CCGYM_CACHE/traces, else
     ${XDG_CACHE_HOME:-~/.cache}/ccgym/traces."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        root = Path(env).expanduser()
-    else:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccgym"
-    return root / TRACE_CACHE_FOLDER
+    return cache_root() / TRACE_CACHE_FOLDER
 
 
 def _packaged_links_dir() -> Path:
@@ -131,16 +124,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return read_toml(path, "link set")
 
 
-def _unknown_key(where: str, key: str, valid: tuple[str, ...] | list[str]) -> UserError:
-    close = difflib.get_close_matches(key, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return UserError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(valid)}")
-
-
 def _link_tables(path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
     for key in doc:
         if key not in TOP_LEVEL_KEYS:
-            raise _unknown_key(str(path), key, TOP_LEVEL_KEYS)
+            raise unknown_key(str(path), key, TOP_LEVEL_KEYS)
     for key in ("group", "description"):
         if key in doc and not isinstance(doc[key], str):
             raise UserError(f"{path}: {key!r} must be a string")
@@ -247,7 +234,7 @@ def _synthetic(table_key: str, params: Any, where: str) -> str:
     valid = ("model", *SYNTHETIC_REQUIRED, "duration_s", *generate.model_fields())
     for key in params:
         if key not in valid:
-            raise _unknown_key(label, key, valid)
+            raise unknown_key(label, key, valid)
     for key in SYNTHETIC_REQUIRED:
         if key not in params:
             raise UserError(f"{label}: missing key {key!r}")
@@ -284,7 +271,7 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
     valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS)
     for key in table:
         if key not in valid:
-            raise _unknown_key(where, key, valid)
+            raise unknown_key(where, key, valid)
     name = table.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise UserError(f"{where}: 'name' must be a string of letters, digits and . _ + -, "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ccgym import flags
@@ -46,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ccgym.analysis.cli_eval import write_json_atomically
     from ccgym.emulators.links import resolve_links
+    from ccgym.files import atomic_write_json
     from ccgym.oracle.ideal import summarize_link
 
     links = resolve_links(args.link, args.links)
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         summaries.append(summarize_link(link.name, link.spec, args.seed, duration_ms))
     print(format_table(summaries))
     if args.json:
-        write_json_atomically(Path(args.json), [s.to_dict() for s in summaries])
+        atomic_write_json(args.json, [s.to_dict() for s in summaries])
     return 0
 
 

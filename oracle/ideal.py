@@ -31,7 +31,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,6 +42,7 @@ import numpy as np
 from ccgym.analysis.metrics import summarize
 from ccgym.emulators import _core
 from ccgym.emulators.links import spec_fields
+from ccgym.files import atomic_write_json, cache_root
 from ccgym.emulators.stepping import run_stepped
 
 PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
@@ -74,7 +74,6 @@ MIN_HORIZON_MS = 1.0
 # Non-trace links without a constant rate (burst delivery) are measured over this long.
 RATE_ESTIMATE_MS = 10_000.0
 
-CACHE_ENV = "CCGYM_CACHE"
 CACHE_FOLDER = "oracle"
 # Bump when the search or the simulator changes what a cached result would be.
 CACHE_VERSION = 2
@@ -430,12 +429,7 @@ def expert_action(window: float, ideal: float) -> int:
 
 def oracle_cache_dir() -> Path:
     """$CCGYM_CACHE/oracle, else ${XDG_CACHE_HOME:-~/.cache}/ccgym/oracle."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        root = Path(env).expanduser()
-    else:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccgym"
-    return root / CACHE_FOLDER
+    return cache_root() / CACHE_FOLDER
 
 
 def _trace_identity(path: str) -> list[Any]:
@@ -475,11 +469,7 @@ def _store(path: Path, record: dict[str, Any]) -> None:
     # Atomic (write then rename), so concurrent workers never read half a file; a read-only
     # cache only costs a recomputation.
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
+        atomic_write_json(path, record, indent=None)
     except OSError:
         pass
 

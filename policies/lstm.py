@@ -12,7 +12,6 @@ Two ways in:
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch
 from torch import nn
 
 from ccgym.emulators import _core
+from ccgym.files import atomic_open
 
 # (h, c), each (num_layers=1, N, hidden_size): torch.nn.LSTM's layout.
 LstmState = tuple[torch.Tensor, torch.Tensor]
@@ -146,15 +146,6 @@ def load_torch_file(path: str | os.PathLike, what: str) -> object:
 
 
 def atomic_torch_save(obj: object, path: Path) -> None:
-    """torch.save into a temporary file beside `path`, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """torch.save, atomically (ccgym.files.atomic_open)."""
+    with atomic_open(path, "wb") as f:
+        torch.save(obj, f)

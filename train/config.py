@@ -23,7 +23,6 @@ link sets. Relative trace paths in specs are relative to the config file.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import re
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
-from ccgym.files import read_toml
+from ccgym.files import read_toml, unknown_key
 
 LinkEntries = str | list[str]
 
@@ -171,12 +170,6 @@ SECTIONS: dict[str, type] = {"run": RunSection, "links": LinksSection, "model": 
 
 # ---------------------------------------------------------------- reading
 
-def _unknown(where: str, key: str, valid: list[str]) -> UserError:
-    close = difflib.get_close_matches(key, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return UserError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(valid)}")
-
-
 def _type_name(annotation: Any) -> str:
     if annotation is LinkEntries or annotation == LinkEntries:
         return "a string or a list of strings"
@@ -217,7 +210,7 @@ def _section(section_type: type, table: Any, where: str) -> Any:
     values = {}
     for key, value in table.items():
         if key not in hints:
-            raise _unknown(where, key, valid)
+            raise unknown_key(where, key, valid)
         try:
             values[key] = _check_type(value, hints[key])
         except TypeError as e:
@@ -230,7 +223,7 @@ def parse_config(doc: dict[str, Any], source: str = "config") -> TrainConfig:
     sections = {}
     for name, table in doc.items():
         if name not in SECTIONS:
-            raise _unknown(source, name, list(SECTIONS))
+            raise unknown_key(source, name, list(SECTIONS))
         sections[name] = _section(SECTIONS[name], table, f"{source}: [{name}]")
     config = TrainConfig(**sections)
     validate(config, source)

@@ -1,6 +1,5 @@
-"""Training tests: generated traces and oracle searches stay out of ~/.cache; small configs."""
-
-from __future__ import annotations
+"""Every test keeps generated traces, oracle searches and crash reports out of ~/.cache: one
+cache per test session (shared by its tests, so a search runs once)."""
 
 import pytest
 
