@@ -7,13 +7,18 @@ filled in, paths made absolute) is written into the run folder as config.toml, a
 reads it back from there.
 
     [run]        name, seed, workers, ray_address, iterations, env_threads, torch_threads
-    [links]      train, validation, validation_fallback
+    [links]      train, train_fallback, vary_delay_ms, vary_queue_bdp, vary_ack, validation,
+                 validation_fallback
     [model]      hidden_size
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction
+                 holdout_fraction, oracle_duration_s
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
+    [algorithm]  name ("dagger" or "ppo")
+    [ppo]        init_from, num_envs, episode_ms, reward_scale, gamma, lambda_, clip_param,
+                 vf_loss_coeff, entropy_coeff, kl_coeff, kl_target, num_epochs, minibatch_size,
+                 max_seq_len, patience, min_delta
 
 Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
 relative to the config file); a list holds link specs ("rate_mbps=12,delay_ms=20") and/or
@@ -63,6 +68,13 @@ class LinksSection:
     validation: LinkEntries = "pantheon-calibrated"
     # Used instead of `validation` when that needs the shared recorded data and it is absent.
     validation_fallback: LinkEntries = ""
+    # Used instead of `train` when that needs the shared recorded data and it is absent.
+    train_fallback: LinkEntries = ""
+    # Each training link crossed with these values (emulators/variants.py); episodes draw a
+    # link uniformly, so each value too. Empty keeps each link's own.
+    vary_delay_ms: list[float] = field(default_factory=list)   # one-way delay, ms
+    vary_queue_bdp: list[float] = field(default_factory=list)  # DropTail, BDPs; 0: infinite
+    vary_ack: list[str] = field(default_factory=list)          # "own" or "clean" ACK path
 
 
 @dataclass
@@ -105,6 +117,52 @@ class DaggerSection:
     min_delta: float = 1e-3
     # Fraction of each iteration's episodes kept out of training to measure agreement.
     holdout_fraction: float = 0.2
+    # Length of the oracle's search on each training link that needs one (a trace, a lossy or
+    # Poisson link), seconds; 0: as `ccgym eval` runs the link (a trace once). Recorded traces
+    # last up to 15 minutes, and varied links each need their own search: a minute suffices.
+    oracle_duration_s: float = 0.0
+
+
+@dataclass
+class AlgorithmSection:
+    # The trainer: "dagger" (imitation of the oracle, train/dagger.py) or "ppo" (RLlib's PPO on
+    # the environment's reward, train/ppo.py).
+    name: str = "dagger"
+
+
+@dataclass
+class PpoSection:
+    # A run folder (its best policy.pt) or a policy file whose weights the actor starts from,
+    # e.g. "runs/quick__1__20250101-120000" (relative to the working directory); "": from
+    # scratch. The value head always starts fresh.
+    init_from: str = ""
+    # Episodes stepped together in one env runner's vectorized environment; each of the
+    # `workers` env runners (one if workers = 0) runs one episode per slot every iteration.
+    num_envs: int = 16
+    # Length of one episode, ms of simulated time (a multiple of STEP_MS).
+    episode_ms: float = 10_000.0
+    # The documented reward of envs/link_env.py, multiplied by this: returns are about
+    # reward / (1 - gamma), and the value head shares the actor's LSTM, so unscaled returns of
+    # -10 to -200 would make the value loss drown the policy's gradient in the shared layer.
+    reward_scale: float = 0.02
+    # Discount and GAE's lambda. 0.98: a horizon of about 50 steps (0.5 s), a few RTTs.
+    gamma: float = 0.98
+    lambda_: float = 0.95
+    # PPO's clipped surrogate, value-loss weight, entropy bonus and KL penalty (adaptive, RLlib's).
+    clip_param: float = 0.2
+    vf_loss_coeff: float = 0.5
+    entropy_coeff: float = 0.005
+    kl_coeff: float = 0.2
+    kl_target: float = 0.01
+    # Passes over each iteration's batch, and steps per gradient minibatch.
+    num_epochs: int = 4
+    minibatch_size: int = 4096
+    # Steps per truncated-BPTT chunk; each chunk starts from the recurrent state recorded at
+    # rollout time.
+    max_seq_len: int = 50
+    # Stop after this many iterations whose validation score did not improve by min_delta.
+    patience: int = 6
+    min_delta: float = 1e-3
 
 
 @dataclass
@@ -155,6 +213,8 @@ class TrainConfig:
     dagger: DaggerSection = field(default_factory=DaggerSection)
     optimizer: OptimizerSection = field(default_factory=OptimizerSection)
     eval: EvalSection = field(default_factory=EvalSection)
+    algorithm: AlgorithmSection = field(default_factory=AlgorithmSection)
+    ppo: PpoSection = field(default_factory=PpoSection)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return dataclasses.asdict(self)
@@ -165,7 +225,9 @@ class TrainConfig:
 
 
 SECTIONS: dict[str, type] = {"run": RunSection, "links": LinksSection, "model": ModelSection,
-            "dagger": DaggerSection, "optimizer": OptimizerSection, "eval": EvalSection}
+            "dagger": DaggerSection, "optimizer": OptimizerSection, "eval": EvalSection,
+            "algorithm": AlgorithmSection, "ppo": PpoSection}
+ALGORITHMS = ("dagger", "ppo")
 
 
 # ---------------------------------------------------------------- reading
@@ -174,7 +236,8 @@ def _type_name(annotation: Any) -> str:
     if annotation is LinkEntries or annotation == LinkEntries:
         return "a string or a list of strings"
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-            list[str]: "a list of strings"}.get(annotation, str(annotation))
+            list[str]: "a list of strings",
+            list[float]: "a list of numbers"}.get(annotation, str(annotation))
 
 
 def _check_type(value: Any, annotation: Any) -> Any:
@@ -191,6 +254,10 @@ def _check_type(value: Any, annotation: Any) -> Any:
     elif annotation is str:
         if isinstance(value, str):
             return value
+    elif annotation == list[float]:
+        if isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           for v in value):
+            return [float(v) for v in value]
     elif annotation == list[str]:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return list(value)
@@ -298,6 +365,7 @@ def validate(config: TrainConfig, source: str) -> None:
     if not 0.0 <= dagger.holdout_fraction < 1.0:
         raise bad("dagger.holdout_fraction", f"must be in [0, 1), got {dagger.holdout_fraction}")
     for key, value in (("dagger.min_delta", dagger.min_delta),
+                       ("dagger.oracle_duration_s", dagger.oracle_duration_s),
                        ("optimizer.weight_decay", opt.weight_decay),
                        ("optimizer.grad_clip", opt.grad_clip),
                        ("eval.duration_s", ev.duration_s),
@@ -310,6 +378,46 @@ def validate(config: TrainConfig, source: str) -> None:
             raise bad(f"links.{key}", "must name a link set or list link specs")
     if any(not s.strip() for s in ev.baselines):
         raise bad("eval.baselines", "has an empty scheme name")
+    try:
+        from ccgym.emulators.variants import Variation
+
+        Variation(tuple(links.vary_delay_ms), tuple(links.vary_queue_bdp), tuple(links.vary_ack))
+    except ValueError as e:
+        key, _, message = str(e).partition(": ")
+        raise bad(f"links.vary_{key}", message) from None
+    if config.algorithm.name not in ALGORITHMS:
+        raise bad("algorithm.name", f"must be one of {', '.join(ALGORITHMS)}, "
+                                    f"got {config.algorithm.name!r}")
+    if config.algorithm.name == "ppo":
+        _validate_ppo(config, bad)
+
+
+def _validate_ppo(config: TrainConfig, bad: Any) -> None:
+    from ccgym.emulators import _core
+
+    ppo = config.ppo
+    for key in ("num_envs", "num_epochs", "minibatch_size", "max_seq_len", "patience",
+                "episode_ms", "reward_scale", "gamma"):
+        value = getattr(ppo, key)
+        if not value > 0 or not math.isfinite(value):
+            raise bad(f"ppo.{key}", f"must be positive, got {value}")
+    steps = ppo.episode_ms / _core.STEP_MS
+    if abs(steps - round(steps)) > 1e-9:
+        raise bad("ppo.episode_ms", f"must be a multiple of the step, {_core.STEP_MS:g} ms")
+    for key in ("gamma", "lambda_"):
+        if not 0.0 <= getattr(ppo, key) <= 1.0:
+            raise bad(f"ppo.{key}", f"must be in [0, 1], got {getattr(ppo, key)}")
+    for key in ("clip_param", "vf_loss_coeff", "entropy_coeff", "kl_coeff", "kl_target",
+                "min_delta"):
+        value = getattr(ppo, key)
+        if not value >= 0 or not math.isfinite(value):
+            raise bad(f"ppo.{key}", f"must not be negative, got {value}")
+    if config.optimizer.lr_decay != 1:
+        raise bad("optimizer.lr_decay", f"PPO keeps one step size; set 1, got "
+                                        f"{config.optimizer.lr_decay}")
+    if config.optimizer.weight_decay != 0:
+        raise bad("optimizer.weight_decay", "PPO's optimizer (RLlib's Adam) has no weight "
+                                            f"decay; set 0, got {config.optimizer.weight_decay}")
 
 
 # ---------------------------------------------------------------- links
@@ -324,10 +432,14 @@ def _absolute_entries(entries: LinkEntries, base: Path) -> LinkEntries:
 
 def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
     links = config.links
-    config.links = LinksSection(
-        train=_absolute_entries(links.train, base),
+    config.links = dataclasses.replace(
+        links, train=_absolute_entries(links.train, base),
+        train_fallback=_absolute_entries(links.train_fallback, base),
         validation=_absolute_entries(links.validation, base),
         validation_fallback=_absolute_entries(links.validation_fallback, base))
+    if config.ppo.init_from:
+        # Run folders live under the working directory (runs/), not beside the config file.
+        config.ppo.init_from = str(Path(config.ppo.init_from).expanduser().resolve())
     return config
 
 
@@ -346,18 +458,35 @@ def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
     return links
 
 
-def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None]:
-    """The validation links, and a note when the fallback replaced them (data absent)."""
+def _with_fallback(entries: LinkEntries, fallback: LinkEntries,
+                   what: str) -> tuple[list[Any], str | None]:
+    """The links of `entries`, or of `fallback` (with a note saying so) when `entries` need
+    the shared recorded data and it is absent."""
     from ccgym.emulators.links import data_dir, needs_shared_data
 
-    links = config.links
     data = data_dir()
     data_missing = data is None or not data.is_dir()
-    if links.validation_fallback and data_missing and needs_shared_data(links.validation):
-        note = (f"[links] validation needs the shared data, which was not found "
-                f"(set CCGYM_DATA); validating on the fallback {links.validation_fallback!r}")
-        return resolve_link_entries(links.validation_fallback, "validation_fallback"), note
-    return resolve_link_entries(links.validation, "validation"), None
+    if fallback and data_missing and needs_shared_data(entries):
+        note = (f"[links] {what} needs the shared data, which was not found "
+                f"(set CCGYM_DATA); using {what}_fallback {fallback!r}")
+        return resolve_link_entries(fallback, f"{what}_fallback"), note
+    return resolve_link_entries(entries, what), None
+
+
+def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None]:
+    """The validation links, and a note when the fallback replaced them (data absent)."""
+    return _with_fallback(config.links.validation, config.links.validation_fallback, "validation")
+
+
+def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
+    """The training links, each crossed with the [links] vary_* values, and a note when the
+    fallback replaced them (data absent)."""
+    from ccgym.emulators.variants import Variation, vary_links
+
+    links, note = _with_fallback(config.links.train, config.links.train_fallback, "train")
+    variation = Variation(tuple(config.links.vary_delay_ms), tuple(config.links.vary_queue_bdp),
+                          tuple(config.links.vary_ack))
+    return vary_links(links, variation), note
 
 
 # ---------------------------------------------------------------- writing

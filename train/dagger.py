@@ -35,7 +35,7 @@ from torch import nn
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
-from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
+from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
 from ccgym.train.run_folder import RunFolder, hyperparameter_table
@@ -45,6 +45,7 @@ from ccgym.train.validation import (check_config, reference_scores, summarize_ro
 CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
 CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
 READABLE_VERSIONS = (1, 2)
+MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
 # the same numbers as an uninterrupted one without saving generator states mid-iteration.
@@ -172,7 +173,8 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         # num_envs apart gives every sub-environment of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        env_config = {"links": list(train_specs), "episode_ms": d.episode_ms, "seed": seed}
+        env_config = {"links": list(train_specs), "episode_ms": d.episode_ms, "seed": seed,
+                      "oracle_duration_ms": d.oracle_duration_s * MS_PER_S or None}
         tasks.append(RolloutTask(worker_index, n, env_config, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
                                  d.exploration, config.run.env_threads))
@@ -423,10 +425,11 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
         return state
 
     check_config(config)
-    train_links = resolve_link_entries(config.links.train, "train")
+    train_links, train_note = resolve_train_links(config)
     validation_links, note = resolve_validation_links(config)
-    if note:
-        say(note)
+    for text in (train_note, note):
+        if text:
+            say(text)
     writer = folder.events_writer(purge_step=state.iteration + 1)
     try:
         if state.iteration == 0:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.train.config import (TrainConfig, load_config, load_packaged_config, parse_config,
-                                resolve_link_entries, resolve_validation_links, to_toml)
+                                resolve_link_entries, resolve_train_links,
+                                resolve_validation_links, to_toml)
 
 
 # Every training config shipped in configs/train, so that a new one is checked too.
@@ -34,16 +36,22 @@ def test_packaged_configs_load(name: str) -> None:
 @pytest.mark.parametrize("name", PACKAGED_CONFIGS)
 def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Path,
                                                         monkeypatch) -> None:
-    monkeypatch.setenv("CCGYM_DATA", str(tmp_path))  # an empty data folder
+    monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "absent"))  # no shared data
     config = load_packaged_config(name)
-    assert resolve_link_entries(config.links.train, "train")  # raises on a missing trace
+    assert resolve_train_links(config)[0]  # raises on a missing trace
 
 
-def test_cellular_config_trains_on_generated_cellular_and_poisson_links() -> None:
+def test_cellular_config_varies_delays_buffers_and_ack_paths(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "absent"))
     config = load_packaged_config("cellular")
-    names = [link.name for link in resolve_link_entries(config.links.train, "train")]
-    assert len(names) == 16
-    assert sum("poisson" in name for name in names) == 8
+    links, note = resolve_train_links(config)
+    assert note  # the recorded training traces are absent: generated cellular and Poisson links
+    specs = [_core.parse_link_spec(link.spec) for link in links]
+    assert len(links) == 16 * 4 * 3 * 2
+    assert sum("poisson" in link.name for link in links) == 8 * 4 * 3 * 2
+    assert {s.delay_ms for s in specs} == {5, 20, 50, 100}
+    assert sum(s.queue == "infinite" for s in specs) == len(specs) // 3
+    assert sum(bool(s.ack_trace) for s in specs) == 8 * 4 * 3  # the cellular links' own uplinks
 
 
 def test_quick_config_validates_on_links_it_does_not_train_on() -> None:
@@ -93,6 +101,9 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[eval]\nduration_s = -1\n", r"\[eval\] duration_s: must not be negative"),
     ("[run]\nname = \"a__b\"\n", r"\[run\] name"),
     ("[links]\ntrain = []\n", r"\[links\] train: must name a link set"),
+    ("[links]\nvary_ack = [\"stalling\"]\n", r"\[links\] vary_ack: 'stalling' is not one of own"),
+    ("[links]\nvary_delay_ms = [-5]\n", r"\[links\] vary_delay_ms: -5.0 is not a delay"),
+    ("[links]\nvary_queue_bdp = [\"big\"]\n", r"\[links\] vary_queue_bdp: must be a list of numbers"),
 ])
 def test_bad_values(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(UserError, match=match):
@@ -140,3 +151,15 @@ def test_validation_falls_back_when_the_shared_data_is_absent(tmp_path: Path,
     config.links.validation_fallback = ""
     with pytest.raises(UserError, match="not found"):
         resolve_validation_links(config)
+
+
+def test_training_links_fall_back_and_are_varied(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "no-data-here"))
+    config = parse_config({"links": {"train": "cellular-real",
+                                     "train_fallback": ["rate_mbps=7,delay_ms=10"],
+                                     "vary_delay_ms": [5, 40], "vary_queue_bdp": [0, 1]}})
+    links, note = resolve_train_links(config)
+    assert note and "train_fallback" in note
+    assert sorted((_core.parse_link_spec(link.spec).delay_ms, _core.parse_link_spec(link.spec).queue)
+                  for link in links) == [(5, "droptail:packets=6"), (5, "infinite"),
+                                         (40, "droptail:packets=47"), (40, "infinite")]
