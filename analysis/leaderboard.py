@@ -100,6 +100,14 @@ def _group_lines(rows: Sequence[Row]) -> list[list[str]]:
     return lines
 
 
+def leaderboard_cells(rows: Sequence[Row]) -> tuple[list[str], list[list[str]], int]:
+    """One link's leaderboard as cells, for other renderings (the HTML report): the header,
+    the lines in the text table's order, and how many lines on top are the bound's."""
+    header = [SCHEME_HEADER] + [header for header, _, _ in COLUMNS]
+    bound = sum(1 for r in rows if str(r["scheme"]).lower() == OMNISCIENT)
+    return header, _group_lines(rows), bound
+
+
 def _render(table: list[list[str]], widths: list[int]) -> list[str]:
     return [COLUMN_GAP.join([cells[0].ljust(widths[0])]
                             + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]).rstrip()

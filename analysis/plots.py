@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,11 +46,30 @@ CAPACITY_ALPHA = 0.25
 GRID_ALPHA = 0.3
 PACKET_DOT_ALPHA = 0.3
 PACKET_DOT_COLOR = "grey"
+TITLE_WIDTH_CHARS = 100  # at FIGURE_SIZE_IN and matplotlib's default title font
 DELAY_TICKS = (1.0, 2.0, 5.0)  # labelled delays per decade: 10, 20, 50, 100, ...
 
 # A point of the throughput-delay plane: (95% end-to-end delay ms, Mbit/s).
 Point = tuple[float, float]
 PointLike = Metrics | Mapping[str, Any] | Sequence[float]
+
+
+def _figure(title: str) -> tuple[Figure, Any]:
+    """A figure with one axes, its title wrapped to fit; constrained layout, so that a legend
+    placed outside the axes (_legend) gets room of its own and never covers data."""
+    fig = Figure(figsize=FIGURE_SIZE_IN, layout="constrained")
+    ax = fig.add_subplot()
+    if title:
+        ax.set_title(_wrapped(title))
+    return fig, ax
+
+
+def _legend(fig: Figure, ax: Any) -> None:
+    """The legend below the axes, in columns, outside the data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4),
+                   frameon=False)
 
 
 def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
@@ -73,7 +93,7 @@ def _window_edges(duration_ms: float, window_ms: float) -> np.ndarray:
 
 
 def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: float,
-                    path: str | os.PathLike[str], window_ms: float = 500.0) -> None:
+                    path: str | os.PathLike[str], window_ms: float = 500.0, title: str = "") -> None:
     """Throughput in windows of window_ms against the link's capacity; each flow too when several."""
     log = as_packet_log(log)
     edges = _window_edges(duration_ms, window_ms)
@@ -82,8 +102,7 @@ def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: floa
     capacity = _window_mbps(opportunities, np.full(opportunities.shape, float(BYTES_PER_OPPORTUNITY)), edges)
     arrived = log.arrived(duration_ms)
 
-    fig = Figure(figsize=FIGURE_SIZE_IN)
-    ax = fig.add_subplot()
+    fig, ax = _figure(title)
     ax.stairs(capacity, edges_s, fill=True, alpha=CAPACITY_ALPHA, label="capacity")
     total = _window_mbps(log.arrival_ms[arrived], log.bytes[arrived].astype(np.float64), edges)
     ax.stairs(total, edges_s, linewidth=2, label="throughput")
@@ -97,32 +116,41 @@ def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: floa
     ax.set_ylabel(f"throughput (Mbit/s, {window_ms:g} ms windows)")
     ax.set_xlim(0, duration_ms / MS_PER_S)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right")
+    _legend(fig, ax)
     _write_png(fig, path)
 
 
-def plot_delay(log: LogLike, duration_ms: float, path: str | os.PathLike[str]) -> None:
-    """End-to-end (signal) delay over time, with each packet's one-way delay, on a log axis."""
+def plot_delay(log: LogLike, duration_ms: float, path: str | os.PathLike[str],
+               propagation_ms: float | None = None, title: str = "") -> None:
+    """End-to-end (signal) delay over time, with each packet's one-way delay, on a log axis;
+    the link's one-way propagation delay (the least any packet can take) as a line."""
     log = as_packet_log(log)
     times, delays = signal_delay_series(log, duration_ms)
     arrived = log.arrived(duration_ms)
     one_way = log.arrival_ms[arrived] - log.send_ms[arrived]
 
-    fig = Figure(figsize=FIGURE_SIZE_IN)
-    ax = fig.add_subplot()
+    fig, ax = _figure(title)
     # A log axis has no zero: the first instants of a run (signal delay 0) are left out.
     positive = delays > 0
     ax.plot(times[positive] / MS_PER_S, delays[positive], linewidth=1, label="end-to-end (signal) delay")
     shown = one_way > 0
     ax.scatter(log.arrival_ms[arrived][shown] / MS_PER_S, one_way[shown], s=1,
                color=PACKET_DOT_COLOR, alpha=PACKET_DOT_ALPHA, label="per-packet one-way delay")
+    if propagation_ms is not None and propagation_ms > 0:
+        ax.axhline(propagation_ms, color="black", linestyle="--", linewidth=1,
+                   label=f"propagation delay ({propagation_ms:g} ms)")
     ax.set_yscale("log")
     _label_delays(ax.yaxis)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("delay (ms)")
     ax.set_xlim(0, duration_ms / MS_PER_S)
-    ax.legend(loc="upper right")
+    _legend(fig, ax)
     _write_png(fig, path)
+
+
+def _wrapped(title: str) -> str:
+    """A title on lines that fit the figure (a link spec alone can be wider than it)."""
+    return "\n".join(textwrap.wrap(title, TITLE_WIDTH_CHARS, break_on_hyphens=False))
 
 
 def _label_delays(axis: Any) -> None:
@@ -186,7 +214,7 @@ def _from_plane(plane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLike | None,
-                  path: str | os.PathLike[str]) -> None:
+                  path: str | os.PathLike[str], title: str = "") -> None:
     """The throughput-delay plane, as in the contest's and Pantheon's plots.
 
     points maps each scheme to its runs; a run is a Metrics, a mapping with
@@ -197,8 +225,7 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
     decreases to the right, so better is up and right. The dashed outline is the
     convex hull of every run and the omniscient point.
     """
-    fig = Figure(figsize=FIGURE_SIZE_IN)
-    ax = fig.add_subplot()
+    fig, ax = _figure(title)
     every = []
     for scheme, runs in points.items():
         plane = _plane([_as_point(r) for r in runs])
@@ -226,6 +253,8 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
     ax.set_xscale("log")
     _label_delays(ax.xaxis)
     ax.invert_xaxis()
+    ax.margins(x=0.15, y=0.1)  # room for the labels beside the outermost points
+    ax.set_ylim(bottom=0)  # from zero: a 0.1% spread must not look like a wide one
     ax.set_xlabel("95% end-to-end delay (ms, log scale; better to the right)")
     ax.set_ylabel("throughput (Mbit/s)")
     ax.grid(True, which="both", alpha=GRID_ALPHA)
@@ -239,12 +268,16 @@ def _slug(text: str) -> str:
 def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """Per link: the throughput-delay plane of every scheme (mean and 1-sigma ellipse over
     runs, the omniscient point, the hull), and per scheme its first run's throughput against
-    capacity and its end-to-end delay over time. Returns the files written."""
+    capacity and its end-to-end delay over time; then DIR/index.html, one page showing them
+    all by link. Returns the plots written, the index last."""
+    from ccgym.analysis.html_report import write_plots_index
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     by_link: dict[str, list[Run]] = {}
     for run in runs:
         by_link.setdefault(run.link.name, []).append(run)
+    sections: dict[str, list[Path]] = {}
     for link_name, link_runs in by_link.items():
         slug = _slug(link_name)
         points: dict[str, list[Any]] = {}
@@ -252,16 +285,87 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
         for run in link_runs:
             points.setdefault(run.scheme, []).append(run.metrics)
             first.setdefault(run.scheme, run)
+        seconds = max(run.duration_ms for run in link_runs) / MS_PER_S
+        propagation = _propagation_ms(link_runs[0].link.spec)
         omniscient = next((r for r in rows if r["link"] == link_name and r["scheme"] == "omniscient"), None)
         path = out_dir / f"{slug}__tradeoff.png"
-        plot_tradeoff(points, omniscient, path)
-        written.append(path)
+        plot_tradeoff(points, omniscient, path,
+                      title=f"{link_name}: every scheme, {seconds:g} s runs")
+        link_plots = [path]
         for scheme, run in first.items():
             stem = f"{slug}__{_slug(scheme)}"
+            what = f"{link_name}: {scheme}, {run.duration_ms / MS_PER_S:g} s, seed {run.seed}"
             path = out_dir / f"{stem}__throughput.png"
-            plot_throughput(run.log, run.opportunities_ms, run.duration_ms, path)
-            written.append(path)
+            plot_throughput(run.log, run.opportunities_ms, run.duration_ms, path,
+                            title=f"throughput of {what}")
+            link_plots.append(path)
             path = out_dir / f"{stem}__delay.png"
-            plot_delay(run.log, run.duration_ms, path)
-            written.append(path)
+            plot_delay(run.log, run.duration_ms, path, propagation_ms=propagation,
+                       title=f"delay of {what}")
+            link_plots.append(path)
+        sections[link_name] = link_plots
+        written.extend(link_plots)
+    written.append(write_plots_index(out_dir, sections))
     return written
+
+
+def _propagation_ms(spec: str) -> float | None:
+    """A link spec's one-way propagation delay; None for a real path (no spec)."""
+    if not spec:
+        return None
+    from ccgym.emulators import _core
+
+    return float(_core.parse_link_spec(spec).delay_ms)
+
+
+def plot_curves(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], title: str,
+                ylabel: str, path: str | os.PathLike[str],
+                references: Mapping[str, float] | None = None) -> None:
+    """Training curves: each series' (iterations, values) as a line, and reference values (the
+    oracle's score, the best baseline's) as dashed horizontal lines."""
+    fig, ax = _figure(title)
+    for label, (steps, values) in series.items():
+        ax.plot(steps, values, marker="." if len(steps) < 50 else None, label=label)
+    for label, value in (references or {}).items():
+        if math.isfinite(value):
+            ax.axhline(value, linestyle="--", linewidth=1, color="black" if label == "oracle"
+                       else "grey", label=f"{label} ({value:.3g})")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    ax.grid(True, alpha=GRID_ALPHA)
+    _legend(fig, ax)
+    _write_png(fig, path)
+
+
+def plot_calibration(measured: Mapping[str, Point], emulated: Mapping[str, Point], title: str,
+                     path: str | os.PathLike[str]) -> None:
+    """Measured against calibrated runs in the throughput-delay plane, one pair per scheme.
+
+    Points are (95th-percentile one-way delay ms, Mbit/s), the two figures the calibration
+    fits; a line joins each scheme's measured point to its emulated one, so its length is the
+    replication error to see. Axes as in plot_tradeoff: log delay, better to the right.
+    """
+    fig, ax = _figure(title)
+    for scheme, (delay, tput) in measured.items():
+        marker = ax.plot(delay, tput, "o", markersize=8)[0]
+        ax.annotate(scheme, (delay, tput), textcoords="offset points", xytext=(6, 6))
+        if scheme in emulated:
+            sim_delay, sim_tput = emulated[scheme]
+            ax.plot(sim_delay, sim_tput, "s", markersize=8, markerfacecolor="none",
+                    color=marker.get_color())
+            ax.plot([delay, sim_delay], [tput, sim_tput], ":", color=marker.get_color(),
+                    linewidth=1)
+    # Legend entries for the two kinds of marker, in neutral colours.
+    ax.plot([], [], "o", color="grey", label="measured")
+    ax.plot([], [], "s", color="grey", markerfacecolor="none", label="calibrated link (simulated)")
+    ax.set_xscale("log")
+    _label_delays(ax.xaxis)
+    ax.invert_xaxis()
+    ax.margins(x=0.15, y=0.1)  # room for the scheme labels beside the outermost points
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("95th-percentile one-way delay (ms, log scale; better to the right)")
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+    _legend(fig, ax)
+    _write_png(fig, path)

@@ -1,0 +1,179 @@
+"""`ccgym report`: one self-contained page from an eval JSON, a calibration and training runs,
+checked as HTML and rendered in headless Chromium (Debian's `chromium`).
+
+The run folders are real ones in layout and format: the packaged quick config resolved and
+written by RunFolder, TensorBoard events written by the trainer's own writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from ccgym.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("CCGYM_TEST_ARTIFACTS") or REPO / "build" / "test-artifacts")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# As the machine notes say: no background traffic, no first-run work, a fresh profile.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+ITERATIONS = 6
+
+
+def make_run_folder(out: Path, seed: int, lr: float) -> Path:
+    """A training run folder as `ccgym train` leaves it, with ITERATIONS logged iterations."""
+    from ccgym.train.config import load_config
+    from ccgym.train.run_folder import RunFolder
+
+    config = load_config(REPO / "configs" / "train" / "quick.toml")
+    config.run.seed = seed
+    config.optimizer.lr = lr
+    folder = RunFolder.create(out, "quick", seed)
+    folder.write_config(config)
+    writer = folder.events_writer(purge_step=0)
+    for k in range(1, ITERATIONS + 1):
+        writer.add_scalar("losses/loss", 1.0 / k, k)
+        writer.add_scalar("dagger/expert_agreement", 0.6 + 0.05 * k, k)
+        writer.add_scalar("eval/score", -2.0 + 0.2 * k * lr * 100, k)
+        writer.add_scalar("eval/validation/score", -2.0 + 0.2 * k * lr * 100, k)
+        writer.add_scalar("eval/train/score", -1.8 + 0.25 * k, k)
+        writer.add_scalar("eval/oracle_score", -0.5, k)
+        writer.add_scalar("eval/best_baseline_score", -1.2, k)
+    writer.close()
+    folder.leaderboard.write_text("link: a\nscheme  score\nlstm  -1.00\n")
+    return folder.path
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """eval JSON + its plots, a calibration JSON, two run folders -> report.html."""
+    tmp = tmp_path_factory.mktemp("report")
+    eval_json, plots = tmp / "eval.json", tmp / "plots"
+    assert main(["eval", "--link", "rate_mbps=12,delay_ms=20,queue=droptail:packets=60",
+                 "--schemes", "cubic,vegas", "--duration-s", "3", "--json", str(eval_json),
+                 "--plots", str(plots), "--no-progress"]) == 0
+    calibration = tmp / "calibration.json"
+    calibration.write_text(json.dumps({
+        "kind": "calibration", "path": "far.example:9000", "error": 0.05, "trials": 20,
+        "wall_time_s": 3.0, "link": {"spec": "rate_mbps=10,delay_ms=20", "rate_mbps": 10.0},
+        "schemes": [{"scheme": s, "measured_throughput_mbps": t, "emulated_throughput_mbps": t * 1.04,
+                     "measured_delay_p95_ms": d, "emulated_delay_p95_ms": d * 0.97, "error": 0.035}
+                    for s, t, d in (("cubic", 9.0, 60.0), ("bbr", 9.6, 35.0))],
+        "leave_one_out": {"error": 0.08, "schemes": [{"scheme": "cubic", "error": 0.07},
+                                                     {"scheme": "bbr", "error": 0.09}]}}))
+    runs = [make_run_folder(tmp / "runs", 1, 0.005), make_run_folder(tmp / "runs", 2, 0.002)]
+    out = tmp / "report.html"
+    assert main(["report", str(eval_json), str(plots), str(calibration), *map(str, runs),
+                 "-o", str(out)]) == 0
+    return out
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.tables = 0
+        self.links: list[str] = []
+        self.headings: list[str] = []
+        self._in_heading = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src") or "")
+        elif tag == "table":
+            self.tables += 1
+        elif tag in ("link", "script", "a") and (attrs.get("href") or attrs.get("src")):
+            self.links.append(attrs.get("href") or attrs.get("src"))
+        self._in_heading = tag in ("h2", "h3")
+
+    def handle_data(self, data):
+        if self._in_heading:
+            self.headings.append(data)
+            self._in_heading = False
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text())
+    return page
+
+
+def test_the_page_is_self_contained_and_has_every_section(report):
+    page = parse(report)
+    text = report.read_text()
+    # Every figure is inside the file; nothing is fetched from anywhere.
+    assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert not page.links
+    assert not re.search(r"(src|href)=\"https?:", text)
+    headings = " | ".join(page.headings)
+    for expected in ("Leaderboards: eval.json", "Calibration: calibration.json",
+                     "Comparison of 2 training runs", "Training run: quick__1__",
+                     "Training run: quick__2__", "Hyperparameters", "Train versus validation",
+                     "Plots: plots"):
+        assert expected in headings
+    # The leaderboard has the bound on top and both schemes; the calibration its errors.
+    assert "omniscient (1 run)" in text and "cubic (1 run)" in text and "vegas (1 run)" in text
+    assert "5.0%" in text and "8.0%" in text
+    # The comparison names the hyperparameter that differs between the runs.
+    assert "optimizer.lr" in text and "run.seed" in text
+
+
+def test_plots_folder_has_an_index(report):
+    index = report.parent / "plots" / "index.html"
+    page = parse(index)
+    pngs = sorted(p.name for p in index.parent.glob("*.png"))
+    assert sorted(page.images) == pngs and len(pngs) == 5  # the plane + 2 plots per scheme
+
+
+def test_bad_inputs_are_one_clear_error(tmp_path, capsys):
+    (tmp_path / "rows.json").write_text('{"not": "rows"}')
+    (tmp_path / "empty").mkdir()
+    for bad, message in ((tmp_path / "rows.json", "neither leaderboard rows"),
+                         (tmp_path / "empty", "neither a training run folder"),
+                         (tmp_path / "absent.json", "no such file")):
+        out = tmp_path / "r.html"
+        assert main(["report", str(bad), "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0]
+        assert not out.exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                                             "(scripts/setup.sh installs it)")
+def test_renders_in_chromium_with_no_console_errors(report):
+    from playwright.sync_api import sync_playwright
+
+    expected = parse(report)
+    problems: list[str] = []
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / "report.png"
+    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        browser = p.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 1000})
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            page.goto(report.as_uri(), wait_until="load")
+            shown = page.evaluate("() => [...document.images].filter("
+                                  "i => i.complete && i.naturalWidth > 0).length")
+            tables = page.evaluate("() => document.querySelectorAll('table').length")
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    assert problems == []
+    assert shown == len(expected.images) > 0  # every figure decoded and drawn
+    assert tables == expected.tables > 0
+    assert screenshot.stat().st_size > 0
