@@ -13,13 +13,11 @@ links run 30 s. Examples:
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import tempfile
 from pathlib import Path
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import atomic_write_json
 
 DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
 # Flows sharing one bottleneck: beyond this a table of shares says little and a run is slow.
@@ -86,22 +84,10 @@ def write_outputs(rows: list, runs: list, json_path: str | None, plots_dir: str 
     """--json OUT (the rows) and --plots DIR (the runs' plots), as `ccgym eval` and `ccgym run`
     write them."""
     if json_path:
-        write_json_atomically(Path(json_path), rows)
+        atomic_write_json(json_path, rows)
     if plots_dir:
         from ccgym.analysis.plots import write_plots
 
         written = write_plots(rows, runs, Path(plots_dir))
         # One line, not one per file: over a link set they are hundreds; the index shows them.
         print(f"wrote {len(written) - 1} plots into {plots_dir}: open {written[-1]}")
-
-
-def write_json_atomically(path: Path, value: object) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
