@@ -35,8 +35,10 @@ VERBS = {
     "run": ("ccgym.deploy.cli_run", "run a scheme over a real-time emulated link or a real path"),
     "receive": ("ccgym.deploy.cli_receive", "run the UDP receiver for a real path"),
     "shell": ("ccgym.deploy.cli_shell", "a shell whose traffic crosses an emulated link (TUN + namespace)"),
-    "calibrate": ("ccgym.emulators.cli_calibrate", "fit a link spec to a measured run"),
-    "report": ("ccgym.analysis.cli_report", "an HTML report of evaluation results"),
+    "calibrate": ("ccgym.emulators.cli_calibrate",
+                  "fit a link to measured runs of several schemes (Pantheon's calibration)"),
+    "report": ("ccgym.analysis.cli_report",
+               "one HTML page of eval/run/calibrate results and training runs"),
 }
 
 
@@ -55,11 +57,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     modules = {}
     for verb, (module_name, help_text) in VERBS.items():
+        # Every verb's module ships with ccgym: one that is missing is a broken install or a
+        # typo here, never a verb to leave out of --help quietly.
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
-            if e.name == module_name:  # verb not built yet: leave it out of --help
-                continue
+            if e.name == module_name:
+                raise ImportError(f"ccgym {verb}: its module {module_name} is missing "
+                                  f"(a broken install: run scripts/setup.sh)") from e
             raise
         verb_parser = sub.add_parser(verb, help=help_text, description=module.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

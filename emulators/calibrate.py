@@ -1,0 +1,450 @@
+"""Pantheon's calibrated emulators: fit a five-parameter link to measured runs of several schemes.
+
+The link is a bottleneck rate, a one-way propagation delay, a DropTail queue (packets), an
+i.i.d. loss rate and constant or Poisson deliveries. A candidate is scored by simulating every
+measured scheme over it in virtual time and taking the replication error (Pantheon, section
+5): for each scheme the mean of the relative differences in mean throughput and in
+95th-percentile one-way delay between the emulated and the measured runs, averaged over the
+schemes. The four numeric parameters are searched by Bayesian optimization (Optuna's
+Gaussian-process sampler, expected improvement), once for each delivery process; the better
+fit wins.
+
+A candidate's simulations use fixed seeds, so the error of a link is a deterministic function
+of its parameters, which is what the Gaussian process assumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccgym.errors import UserError
+
+DELIVERIES = ("constant", "poisson")
+# Rows of a `ccgym run --json` file that are not measurements of a scheme on the path.
+NOT_MEASURED_SCHEMES = ("omniscient",)
+NOT_MEASURED_MODES = ("simulated",)
+MIN_SCHEMES = 2  # one scheme cannot tell rate, queue and loss apart
+# The search space, relative to what the measurements show: no scheme delivers more than the
+# rate, and no packet arrives sooner than the propagation delay.
+RATE_RANGE = (0.9, 2.5)          # x the highest measured throughput
+DELAY_RANGE = (0.5, 1.05)        # x the lowest measured p95 one-way delay
+QUEUE_PACKETS_RANGE = (2, 2000)
+LOSS_RANGE = (1e-5, 0.1)         # log scale: 1e-5 is no loss over runs of seconds
+STARTUP_TRIALS = 8               # random trials before the Gaussian process takes over
+DEFAULT_SIM_RUNS = 2             # seeds per scheme in each candidate's simulation
+
+
+@dataclass
+class Measured:
+    """One scheme on the path: the means over its measured runs."""
+
+    scheme: str
+    throughput_mbps: float
+    delay_p95_ms: float
+    duration_s: float
+    runs: int
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Measurements:
+    path: str  # the `link` the rows name: every file must name the same one
+    schemes: list[Measured]
+    files: list[str]
+
+    def only(self, names: Sequence[str]) -> Measurements:
+        chosen = [m for m in self.schemes if m.scheme in names]
+        return Measurements(self.path, chosen, self.files)
+
+
+@dataclass
+class LinkParams:
+    rate_mbps: float
+    delay_ms: float
+    queue_packets: int
+    loss: float
+    delivery: str
+
+    def spec(self) -> str:
+        return (f"rate_mbps={self.rate_mbps:.6g},delay_ms={self.delay_ms:.6g},"
+                f"delivery={self.delivery},queue=droptail:packets={self.queue_packets},"
+                f"loss={self.loss:.6g}")
+
+
+@dataclass
+class SchemeFit:
+    """A scheme measured and emulated, and its replication error."""
+
+    scheme: str
+    measured_throughput_mbps: float
+    measured_delay_p95_ms: float
+    emulated_throughput_mbps: float
+    emulated_delay_p95_ms: float
+    error: float
+
+
+@dataclass
+class Fit:
+    params: LinkParams
+    error: float                    # mean over schemes
+    schemes: list[SchemeFit]
+    trials: int
+    error_by_delivery: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"link": {**asdict(self.params), "spec": self.params.spec()}, "error": self.error,
+                "error_by_delivery": self.error_by_delivery, "trials": self.trials,
+                "schemes": [asdict(s) for s in self.schemes]}
+
+
+# ---------------------------------------------------------------- reading measurements
+
+def _number(row: dict[str, Any], key: str, where: str) -> float:
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if key == "duration_s" and key not in row:
+            raise UserError(f"{where}: no duration_s: write the file with this ccgym's "
+                            f"`ccgym run --json`")
+        raise UserError(f"{where}: {key} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _check_scheme(scheme: str, where: str) -> None:
+    from ccgym.emulators import _core
+
+    try:
+        _core.validate_scheme(scheme)
+    except ValueError as e:
+        raise UserError(f"{where}: scheme {scheme!r} cannot be simulated: {e} "
+                        f"(calibrate simulates the classic schemes)") from None
+
+
+def _load_rows(file: str) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(Path(file).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{file}: cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{file}: not JSON: {e}") from None
+    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+        raise UserError(f"{file}: expected a list of rows, as `ccgym run --json` writes")
+    return doc
+
+
+def _measured_rows(file: str) -> list[tuple[str, dict[str, Any]]]:
+    """(where, row) of each measured scheme in a file: not the bound, not a simulated twin."""
+    out = []
+    for index, row in enumerate(_load_rows(file)):
+        where = f"{file}: row {index + 1}"
+        if not isinstance(row.get("scheme"), str) or not isinstance(row.get("link"), str):
+            raise UserError(f"{where}: a row needs 'link' and 'scheme' strings")
+        if row["scheme"] in NOT_MEASURED_SCHEMES or row.get("mode") in NOT_MEASURED_MODES:
+            continue
+        out.append((f"{where} ({row['scheme']})", row))
+    if not out:
+        raise UserError(f"{file}: no measured scheme in it")
+    return out
+
+
+def read_measurements(paths: Sequence[str | Path], schemes: Sequence[str] | None = None
+                      ) -> Measurements:
+    """The measured schemes of `ccgym run --json` files (several runs of a scheme are averaged);
+    UserError naming the file and row on anything that cannot be fitted."""
+    if not paths:
+        raise UserError("no measurements given")
+    rows_by_scheme: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    first: tuple[str, str] | None = None  # (the path the rows name, the file that named it)
+    for file in map(str, paths):
+        for where, row in _measured_rows(file):
+            if first is None:
+                first = (row["link"], file)
+            elif row["link"] != first[0]:
+                raise UserError(f"{where}: measured on link {row['link']!r}, but {first[1]} on "
+                                f"{first[0]!r}: calibrate fits one path at a time")
+            rows_by_scheme.setdefault(row["scheme"], []).append((where, row))
+    assert first is not None
+    if schemes:
+        unknown = [s for s in schemes if s not in rows_by_scheme]
+        if unknown:
+            raise UserError(f"--schemes: {', '.join(unknown)} not measured; measured: "
+                            f"{', '.join(rows_by_scheme)}")
+        rows_by_scheme = {s: rows_by_scheme[s] for s in schemes}
+    measured = [_mean_of_runs(scheme, rows) for scheme, rows in rows_by_scheme.items()]
+    if len(measured) < MIN_SCHEMES:
+        raise UserError(f"measurements of at least {MIN_SCHEMES} schemes are needed, got only "
+                        f"{', '.join(m.scheme for m in measured)}: one scheme cannot tell the "
+                        f"rate, the queue and the loss apart")
+    return Measurements(first[0], measured, [str(p) for p in paths])
+
+
+def _mean_of_runs(scheme: str, rows: list[tuple[str, dict[str, Any]]]) -> Measured:
+    weights, tputs, delays, durations, files = [], [], [], [], []
+    for where, row in rows:
+        _check_scheme(scheme, where)
+        tput = _number(row, "throughput_mbps", where)
+        if tput <= 0:
+            raise UserError(f"{where}: delivered no bytes: nothing to fit")
+        delay = _number(row, "delay_p95_ms", where)
+        if delay <= 0:
+            raise UserError(f"{where}: delay_p95_ms must be positive, got {delay}")
+        duration = _number(row, "duration_s", where)
+        if duration <= 0:
+            raise UserError(f"{where}: duration_s must be positive, got {duration}")
+        runs = row.get("runs", 1)
+        weights.append(runs if isinstance(runs, int) and runs > 0 else 1)
+        tputs.append(tput)
+        delays.append(delay)
+        durations.append(duration)
+        files.append(where.split(": row")[0])
+
+    def mean(values: list[float]) -> float:
+        return sum(w * v for w, v in zip(weights, values)) / sum(weights)
+
+    return Measured(scheme, mean(tputs), mean(delays), max(durations), sum(weights), files)
+
+
+# ---------------------------------------------------------------- scoring a candidate
+
+def relative_error(emulated: float, measured: float) -> float:
+    return abs(emulated - measured) / measured
+
+
+def emulate(params: LinkParams, measured: Sequence[Measured], sim_runs: int = DEFAULT_SIM_RUNS,
+            threads: int = 0) -> list[SchemeFit]:
+    """Every measured scheme simulated over the candidate link (seeds 1..sim_runs, each scheme
+    for its measured duration), against its measurement."""
+    import numpy as np
+
+    from ccgym.analysis.metrics import delay_p95_ms, throughput_mbps
+    from ccgym.emulators import _core
+
+    spec = params.spec()
+    seeds = range(1, sim_runs + 1)
+    sims = [[_core.Simulator(spec, [(m.scheme, 0.0, -1.0)], seed) for seed in seeds]
+            for m in measured]
+    longest_ms = max(m.duration_s for m in measured) * 1000.0
+    _core.run_all_until([s for group in sims for s in group], longest_ms, threads)
+    out = []
+    for m, group in zip(measured, sims):
+        duration_ms = m.duration_s * 1000.0
+        logs = [sim.log() for sim in group]
+        tput = float(np.mean([throughput_mbps(log, duration_ms) for log in logs]))
+        delays = [delay_p95_ms(log, duration_ms) for log in logs]
+        delays = [d for d in delays if math.isfinite(d)]
+        delay = float(np.mean(delays)) if delays else math.inf
+        # A link that delivers nothing has no delay to compare: count it as all wrong.
+        delay_error = relative_error(delay, m.delay_p95_ms) if math.isfinite(delay) else 1.0
+        error = (relative_error(tput, m.throughput_mbps) + delay_error) / 2
+        out.append(SchemeFit(m.scheme, m.throughput_mbps, m.delay_p95_ms, tput, delay, error))
+    return out
+
+
+def replication_error(fits: Sequence[SchemeFit]) -> float:
+    return sum(f.error for f in fits) / len(fits)
+
+
+# ---------------------------------------------------------------- the search
+
+@dataclass
+class SearchSpace:
+    rate_mbps: tuple[float, float]
+    delay_ms: tuple[float, float]
+
+    @classmethod
+    def around(cls, measured: Sequence[Measured]) -> SearchSpace:
+        top = max(m.throughput_mbps for m in measured)
+        low = min(m.delay_p95_ms for m in measured)
+        return cls((top * RATE_RANGE[0], top * RATE_RANGE[1]),
+                   (low * DELAY_RANGE[0], low * DELAY_RANGE[1]))
+
+    def first_guess(self, measured: Sequence[Measured]) -> dict[str, float]:
+        """Where a person would start: the rate the best scheme got, the least delay seen, a
+        queue of one BDP, little loss."""
+        rate = max(m.throughput_mbps for m in measured) * 1.05
+        delay = min(m.delay_p95_ms for m in measured) * 0.9
+        bdp = rate * 1e6 / 8 / 1500 * 2 * delay / 1000
+        queue = int(min(max(bdp, QUEUE_PACKETS_RANGE[0]), QUEUE_PACKETS_RANGE[1]))
+        return {"rate_mbps": min(max(rate, self.rate_mbps[0]), self.rate_mbps[1]),
+                "delay_ms": min(max(delay, self.delay_ms[0]), self.delay_ms[1]),
+                "queue_packets": queue, "loss": 1e-3}
+
+
+Progress = Callable[[int, float], None]  # (trials done, best error so far)
+Evaluator = Callable[[list[LinkParams]], list[float]]  # candidates -> their errors
+
+
+def _suggest(trial: Any, space: SearchSpace, delivery: str) -> LinkParams:
+    return LinkParams(
+        rate_mbps=trial.suggest_float("rate_mbps", *space.rate_mbps, log=True),
+        delay_ms=trial.suggest_float("delay_ms", *space.delay_ms, log=True),
+        queue_packets=trial.suggest_int("queue_packets", *QUEUE_PACKETS_RANGE, log=True),
+        loss=trial.suggest_float("loss", *LOSS_RANGE, log=True),
+        delivery=delivery)
+
+
+def fit_delivery(measured: Sequence[Measured], delivery: str, trials: int, seed: int = 1,
+                 sim_runs: int = DEFAULT_SIM_RUNS, batch: int = 1,
+                 evaluate_batch: Evaluator | None = None,
+                 progress: Progress | None = None) -> tuple[LinkParams, float]:
+    """The best link of one delivery process after `trials` candidates: (params, error).
+
+    With evaluate_batch (e.g. on a Ray cluster), `batch` candidates are asked for at once and
+    scored together; otherwise one at a time, here.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # deterministic_objective is marked experimental; its meaning (no noise term) is all we use.
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    space = SearchSpace.around(measured)
+    sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
+                                        deterministic_objective=True)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    study.enqueue_trial(space.first_guess(measured))
+
+    def score(params: list[LinkParams]) -> list[float]:
+        if evaluate_batch is not None:
+            return evaluate_batch(params)
+        return [replication_error(emulate(p, measured, sim_runs)) for p in params]
+
+    done = 0
+    while done < trials:
+        asked = [study.ask() for _ in range(min(batch, trials - done))]
+        params = [_suggest(t, space, delivery) for t in asked]
+        for trial, error in zip(asked, score(params)):
+            study.tell(trial, error)
+        done += len(asked)
+        if progress is not None:
+            progress(len(asked), study.best_value)
+    best = study.best_trial
+    return _suggest(optuna.trial.FixedTrial(best.params), space, delivery), float(best.value)
+
+
+def fit(measured: Sequence[Measured], trials: int, seed: int = 1,
+        sim_runs: int = DEFAULT_SIM_RUNS, batch: int = 1,
+        evaluate_batch: Evaluator | None = None,
+        progress: Progress | None = None) -> Fit:
+    """Fits each delivery process with `trials` candidates and keeps the better link."""
+    best: dict[str, tuple[LinkParams, float]] = {}
+    for delivery in DELIVERIES:
+        best[delivery] = fit_delivery(measured, delivery, trials, seed, sim_runs, batch,
+                                      evaluate_batch, progress)
+    params, _ = min(best.values(), key=lambda item: item[1])
+    schemes = emulate(params, measured, sim_runs)
+    return Fit(params, replication_error(schemes), schemes, trials * len(DELIVERIES),
+               {delivery: error for delivery, (_, error) in best.items()})
+
+
+@dataclass
+class LeftOut:
+    scheme: str
+    params: LinkParams
+    fit_error: float      # on the schemes it was fitted to
+    predicted: SchemeFit  # the left-out scheme over that link
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scheme": self.scheme, "link": {**asdict(self.params), "spec": self.params.spec()},
+                "fit_error": self.fit_error, "error": self.predicted.error,
+                "predicted": asdict(self.predicted)}
+
+
+def leave_one_out(measured: Sequence[Measured], delivery: str, trials: int, seed: int = 1,
+                  sim_runs: int = DEFAULT_SIM_RUNS, batch: int = 1,
+                  evaluator_for: Callable[[Sequence[Measured]], Evaluator] | None = None,
+                  progress: Progress | None = None) -> list[LeftOut]:
+    """For each scheme: fit a link of `delivery` on all the others, then predict the one left
+    out. The delivery process is the full fit's: searching both again for each scheme would
+    double the time for a choice the full fit already made."""
+    out = []
+    for left in measured:
+        rest = [m for m in measured if m is not left]
+        evaluate = evaluator_for(rest) if evaluator_for else None
+        params, error = fit_delivery(rest, delivery, trials, seed, sim_runs, batch, evaluate,
+                                     progress)
+        predicted = emulate(params, [left], sim_runs)[0]
+        out.append(LeftOut(left.scheme, params, error, predicted))
+    return out
+
+
+# ---------------------------------------------------------------- the result
+
+@dataclass
+class Calibration:
+    measurements: Measurements
+    fit: Fit
+    left_out: list[LeftOut] | None
+    wall_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """What --json writes; `kind` lets `ccgym report` recognize it."""
+        out: dict[str, Any] = {
+            "kind": "calibration",
+            "path": self.measurements.path,
+            "files": self.measurements.files,
+            "measured": [asdict(m) for m in self.measurements.schemes],
+            **self.fit.to_dict(),
+            "wall_time_s": self.wall_time_s,
+        }
+        if self.left_out is not None:
+            out["leave_one_out"] = {
+                "error": sum(x.predicted.error for x in self.left_out) / len(self.left_out),
+                "schemes": [x.to_dict() for x in self.left_out]}
+        return out
+
+
+def link_set_toml(params: LinkParams, name: str, description: str, source: str) -> str:
+    """A one-link TOML link set (configs/links format) holding the calibrated link."""
+    def quoted(text: str) -> str:
+        return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+    return "\n".join([
+        f"group = {quoted('calibrated')}",
+        f"description = {quoted(description)}",
+        "",
+        "[[link]]",
+        f"name = {quoted(name)}",
+        f"source = {quoted(source)}",
+        f"rate_mbps = {params.rate_mbps:.6g}",
+        f"delay_ms = {params.delay_ms:.6g}",
+        f"delivery = {quoted(params.delivery)}",
+        f"queue = {quoted(f'droptail:packets={params.queue_packets}')}",
+        f"loss = {params.loss:.6g}",
+        "",
+    ])
+
+
+# ---------------------------------------------------------------- Ray
+
+
+@contextlib.contextmanager
+def ray_evaluators(address: str, sim_runs: int = DEFAULT_SIM_RUNS
+                   ) -> Iterator[tuple[int, Callable[[Sequence[Measured]], Evaluator]]]:
+    """Candidates scored as Ray tasks on the cluster at `address`: (how many to score at once,
+    a factory of evaluators for a set of measurements). Disconnects when the block ends."""
+    import logging
+
+    import ray
+
+    ray.init(address=address, logging_level=logging.WARNING)
+    try:
+        @ray.remote(num_cpus=1)
+        def score(params: LinkParams, measured: list[Measured]) -> float:
+            # One core per task: the cluster's parallelism is across tasks.
+            return replication_error(emulate(params, measured, sim_runs, threads=1))
+
+        def evaluator(measured: Sequence[Measured]) -> Evaluator:
+            shared = ray.put(list(measured))
+            return lambda params: ray.get([score.remote(p, shared) for p in params])
+
+        yield max(1, int(ray.cluster_resources().get("CPU", 1))), evaluator
+    finally:
+        ray.shutdown()
