@@ -34,7 +34,9 @@ class RolloutPool:
                 if self.ray_address:
                     ray.init(address=self.ray_address, logging_level=logging.WARNING)
                 else:
-                    ray.init(num_cpus=self.workers, include_dashboard=False,
+                    # address="local": a Ray of this run's own, never a cluster that
+                    # `ray start` left on this machine (ray.init() would join that one).
+                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
                              logging_level=logging.WARNING)
                 self._started_ray = True
         return self
