@@ -19,9 +19,6 @@ from ccgym.analysis.metrics import Metrics, omniscient, summarize
 from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 
-# A non-trace link runs this long unless told otherwise (the contest ran its trace once).
-DEFAULT_DURATION_MS = 30_000.0
-
 
 @dataclass
 class Slot:
@@ -83,15 +80,12 @@ def validate_schemes(schemes: Sequence[str]) -> None:
 
 
 def link_duration_ms(link: Link, duration_s: float | None) -> float:
-    """The run length: given, else the data trace once, else DEFAULT_DURATION_MS."""
+    """The run length: given, else the link's default (its data trace once, else 30 s)."""
     if duration_s is not None:
         return duration_s * 1000.0
-    from ccgym.emulators import _core
+    from ccgym.emulators.link_facts import default_duration_ms
 
-    spec = _core.parse_link_spec(link.spec)
-    if spec.data_trace:
-        return float(_core.load_trace(spec.data_trace)[-1])
-    return DEFAULT_DURATION_MS
+    return default_duration_ms(link.spec)
 
 
 def check_flow_starts(links: Sequence[Link], durations_ms: Sequence[float], flows: int,

@@ -28,9 +28,9 @@ from tqdm import tqdm
 from ccgym.analysis.evaluate import omniscient_runs
 from ccgym.emulators import _core
 from ccgym.emulators.links import resolve_links
+from ccgym.emulators.link_facts import default_duration_ms
 from ccgym.errors import UserError
-from ccgym.oracle.ideal import (TraceIdealWindow, default_duration_ms, schedule_scores,
-                                stepped_schedule)
+from ccgym.oracle.ideal import TraceIdealWindow, schedule_scores, stepped_schedule
 
 LOOKBACKS = (0.0, 0.5, 1.0)
 # Up to 4 so that no link's best margin is at the edge of the grid: att-lte-driving, whose

@@ -479,6 +479,8 @@ def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> d
     """
     import numpy as np
 
+    from ccgym.emulators.link_facts import bdp_packets
+
     times = np.asarray(times_ms, dtype=np.float64)
     if not duration_ms > 0:
         raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
@@ -497,8 +499,7 @@ def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> d
                                     zip(PERCENTILES, np.percentile(window_mbps, PERCENTILES))},
         "outage_fraction": float(np.mean(counts == 0)),
         "min_rtt_ms": float(min_rtt_ms),
-        "bdp_packets": float(mean_mbps * 1e6 / BITS_PER_BYTE * min_rtt_ms / 1000
-                             / OPPORTUNITY_BYTES),
+        "bdp_packets": float(bdp_packets(mean_mbps, delay_ms)),
         "duration_ms": float(duration_ms),
     }
 

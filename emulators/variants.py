@@ -20,12 +20,12 @@ import math
 from collections.abc import Sequence
 
 from ccgym.emulators import _core
+from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, spec_fields
 
 ACK_PATHS = ("own", "clean")
 # Fewer than a few packets of buffer is a policer, not a queue (pantheon-pathological has those).
 MIN_QUEUE_PACKETS = 4
-BITS_PER_PACKET = 8 * 1500
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,17 +59,10 @@ class Variation:
         return ", ".join(parts) or "none"
 
 
-def _mean_rate_mbps(spec: str) -> float:
-    from ccgym.oracle.ideal import mean_rate_mbps  # the one place link rates are measured
-
-    return mean_rate_mbps(spec)
-
-
 def _queue(spec: str, delay_ms: float, bdps: float) -> str:
     if bdps == 0:
         return "infinite"
-    rtt_ms = 2 * delay_ms
-    bdp = _mean_rate_mbps(spec) * 1000 * rtt_ms / BITS_PER_PACKET
+    bdp = bdp_packets(mean_rate_mbps(spec), delay_ms)
     return f"droptail:packets={max(MIN_QUEUE_PACKETS, math.ceil(bdps * bdp))}"
 
 

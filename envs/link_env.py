@@ -49,7 +49,8 @@ from gymnasium import spaces
 from ccgym.emulators import _core
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
-from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window, mean_rate_mbps
+from ccgym.emulators.link_facts import mean_rate_mbps
+from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
 DEFAULT_LINKS = "indigo-synthetic"

@@ -32,23 +32,18 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ccgym.analysis.metrics import summarize
 from ccgym.emulators import _core
-from ccgym.emulators.links import spec_fields
-from ccgym.files import atomic_write_json, cache_root
+from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
+                                        mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
-
-PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
-BITS_PER_BYTE = 8
-MS_PER_S = 1000.0
-BITS_PER_MBIT = 1e6
+from ccgym.files import atomic_write_json, cache_root
 
 # The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
 SEARCH_LOW_FACTOR = 0.5
@@ -71,16 +66,10 @@ LOOKBACKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
 # A link with no propagation delay still looks ahead one millisecond, a trace's resolution.
 MIN_HORIZON_MS = 1.0
-# Non-trace links without a constant rate (burst delivery) are measured over this long.
-RATE_ESTIMATE_MS = 10_000.0
 
 CACHE_FOLDER = "oracle"
 # Bump when the search or the simulator changes what a cached result would be.
 CACHE_VERSION = 2
-
-# The data direction has no shaping beyond its rate, and the ACK direction at most a
-# constant rate: the only ACK keys a canonical spec then prints.
-_PLAIN_ACK_KEYS = frozenset({"ack_rate_mbps"})
 
 
 class IdealWindow(Protocol):
@@ -171,54 +160,9 @@ class TraceIdealWindow:
                 f"horizon_ms={self.horizon_ms}, period_ms={self.period_ms})")
 
 
-# ---------------------------------------------------------------- link figures
-
 def horizon_ms(delay_ms: float) -> float:
     """The trace window's look-ahead: the min RTT (twice the one-way delay)."""
     return max(2.0 * delay_ms, MIN_HORIZON_MS)
-
-
-def bdp_packets(rate_mbps: float, delay_ms: float) -> float:
-    """rate x min RTT (2 x one-way delay) in 1500-byte packets."""
-    bytes_per_ms = rate_mbps * BITS_PER_MBIT / BITS_PER_BYTE / MS_PER_S
-    return bytes_per_ms * 2.0 * delay_ms / PACKET_BYTES
-
-
-def _rate_of(count: int, duration_ms: float) -> float:
-    return count * PACKET_BYTES * BITS_PER_BYTE / BITS_PER_MBIT / (duration_ms / MS_PER_S)
-
-
-@lru_cache(maxsize=1024)
-def mean_rate_mbps(link_spec: str, seed: int = 1) -> float:
-    """The data direction's mean delivery rate: its rate, else a trace's lines per period,
-    else measured over RATE_ESTIMATE_MS (burst delivery)."""
-    parsed = _core.parse_link_spec(link_spec)
-    if parsed.rate_mbps > 0:
-        return float(parsed.rate_mbps)
-    if parsed.data_trace:
-        stamps = _core.load_trace(parsed.data_trace)
-        return _rate_of(len(stamps), float(stamps[-1]))
-    return _rate_of(len(_core.opportunities(link_spec, RATE_ESTIMATE_MS, seed)), RATE_ESTIMATE_MS)
-
-
-def is_plain_constant_link(link_spec: str) -> bool:
-    """Constant-rate data direction, an infinite or DropTail queue (a window of one BDP
-    queues nothing, whatever the buffer), no loss, and an ACK direction that is at most a
-    constant rate: the links whose ideal window is the BDP."""
-    parsed = _core.parse_link_spec(link_spec)
-    ack_keys = {key for key in spec_fields(parsed.to_string()) if key.startswith("ack_")}
-    return (not parsed.data_trace and parsed.delivery == "constant"
-            and (parsed.queue == "infinite" or parsed.queue.startswith("droptail"))
-            and parsed.loss == 0
-            and ack_keys <= _PLAIN_ACK_KEYS)
-
-
-def default_duration_ms(link_spec: str) -> float:
-    """How long `ccgym eval` runs this link: the searches score over the same span."""
-    from ccgym.analysis.evaluate import link_duration_ms
-    from ccgym.emulators.links import Link
-
-    return link_duration_ms(Link(name="", group="", spec=link_spec, source=""), None)
 
 
 # ---------------------------------------------------------------- scoring candidates
@@ -322,9 +266,26 @@ def _first_grid(center: float) -> np.ndarray:
     return np.geomspace(center * SEARCH_LOW_FACTOR, center * SEARCH_HIGH_FACTOR, COARSE_POINTS)
 
 
+@dataclass(frozen=True)
+class FixedWindowSearch:
+    """The best fixed window found for a link, in packets, and its contest score."""
+
+    window: float
+    score: float
+
+
+@dataclass(frozen=True)
+class TraceWindowSearch:
+    """The best trace window found for a link (see TraceIdealWindow) and its contest score."""
+
+    margin: float
+    lookback: float
+    score: float
+
+
 def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
-                      candidates: Sequence[float] | None = None) -> tuple[float, float]:
-    """Indigo's best fixed window: (window in packets, its contest score).
+                      candidates: Sequence[float] | None = None) -> FixedWindowSearch:
+    """Indigo's best fixed window.
 
     Without candidates, whole windows near the BDP are searched, and the BDP itself is
     always among those scored, so the result is never worse than the BDP. With
@@ -341,17 +302,18 @@ def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None =
             raise ValueError("candidates is empty")
         scores = dict(zip(windows, score_many(windows)))
         best = _best(scores)
-        return best, scores[best]
+        return FixedWindowSearch(best, scores[best])
     parsed = _core.parse_link_spec(link_spec)
     bdp = float(np.clip(bdp_packets(mean_rate_mbps(link_spec, seed), parsed.delay_ms),
                         *FIXED_WINDOW_BOUNDS))
-    return grid_search(score_many, _first_grid(bdp), np.round, FIXED_WINDOW_BOUNDS, exact=[bdp])
+    return FixedWindowSearch(*grid_search(score_many, _first_grid(bdp), np.round,
+                                          FIXED_WINDOW_BOUNDS, exact=[bdp]))
 
 
 def best_trace_window(link_spec: str, seed: int = 1,
-                      duration_ms: float | None = None) -> tuple[float, float, float]:
-    """The trace window with the best score: (margin, lookback, score). Each lookback is
-    scored at margin 1, then the margin is searched at the best one."""
+                      duration_ms: float | None = None) -> TraceWindowSearch:
+    """The trace window with the best score. Each lookback is scored at margin 1, then the
+    margin is searched at the best one."""
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
     by_lookback = [ideal.with_lookback(lookback) for lookback in LOOKBACKS]
@@ -369,7 +331,7 @@ def best_trace_window(link_spec: str, seed: int = 1,
     margin, score = grid_search(score_many, _first_grid(1.0),
                                 lambda g: np.round(g, MARGIN_DECIMALS), MARGIN_BOUNDS,
                                 exact=[1.0])
-    return margin, ideal.lookback, score
+    return TraceWindowSearch(margin, ideal.lookback, score)
 
 
 # ---------------------------------------------------------------- choosing and caching
@@ -399,27 +361,24 @@ def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
         # A window outside the sender's range cannot be set: the nearest one can.
         return ConstantIdealWindow(float(np.clip(bdp, _core.MIN_WINDOW, _core.MAX_WINDOW)), "bdp")
     fixed = _cached_fixed(spec, seed, duration_ms)
-    return ConstantIdealWindow(fixed["window"], "search", fixed["score"])
+    return ConstantIdealWindow(fixed.window, "search", fixed.score)
 
 
 def _trace_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
     count of any one RTT is mostly noise and a steady window can do better."""
-    trace = _cached("trace", spec, seed, duration_ms,
-                    lambda: dict(zip(("margin", "lookback", "score"),
-                                     best_trace_window(spec, seed, duration_ms))))
+    trace = _cached("trace", TraceWindowSearch, spec, seed, duration_ms,
+                    lambda: best_trace_window(spec, seed, duration_ms))
     fixed = _cached_fixed(spec, seed, duration_ms)
-    if _rank(fixed["score"]) > _rank(trace["score"]):
-        return ConstantIdealWindow(fixed["window"], "search", fixed["score"])
-    return TraceIdealWindow.for_link(spec, trace["margin"], seed, trace["score"],
-                                     trace["lookback"])
+    if _rank(fixed.score) > _rank(trace.score):
+        return ConstantIdealWindow(fixed.window, "search", fixed.score)
+    return TraceIdealWindow.for_link(spec, trace.margin, seed, trace.score, trace.lookback)
 
 
-def _cached_fixed(spec: str, seed: int, duration_ms: float) -> dict[str, float]:
-    return _cached("fixed", spec, seed, duration_ms,
-                   lambda: dict(zip(("window", "score"),
-                                    best_fixed_window(spec, seed, duration_ms))))
+def _cached_fixed(spec: str, seed: int, duration_ms: float) -> FixedWindowSearch:
+    return _cached("fixed", FixedWindowSearch, spec, seed, duration_ms,
+                   lambda: best_fixed_window(spec, seed, duration_ms))
 
 
 def expert_action(window: float, ideal: float) -> int:
@@ -449,19 +408,22 @@ def _cache_path(kind: str, spec: str, seed: int, duration_ms: float) -> Path:
     return oracle_cache_dir() / f"{kind}-{digest}.json"
 
 
-def _cached(kind: str, spec: str, seed: int, duration_ms: float,
-            compute: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """A search's result (named numbers) from the disk cache, else computed and stored
-    (best effort)."""
+Search = TypeVar("Search", FixedWindowSearch, TraceWindowSearch)
+
+
+def _cached(kind: str, result_type: type[Search], spec: str, seed: int, duration_ms: float,
+            compute: Callable[[], Search]) -> Search:
+    """A search's result from the disk cache, else computed and stored (best effort)."""
     path = _cache_path(kind, spec, seed, duration_ms)
     try:
         stored = json.loads(path.read_text())
-        return {name: float(value) for name, value in stored["result"].items()}
+        return result_type(**{name: float(value) for name, value in stored["result"].items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     result = compute()
     # Python's json writes and reads back -Infinity and NaN: this file is only ours to read.
-    _store(path, {"result": result, "spec": spec, "seed": seed, "duration_ms": duration_ms})
+    _store(path, {"result": asdict(result), "spec": spec, "seed": seed,
+                  "duration_ms": duration_ms})
     return result
 
 
