@@ -141,6 +141,13 @@ def plot_delay(log: LogLike, duration_ms: float, path: str | os.PathLike[str],
                    label=f"propagation delay ({propagation_ms:g} ms)")
     ax.set_yscale("log")
     _label_delays(ax.yaxis)
+    # The axis starts just below the least delay a packet had (or could have): the first
+    # milliseconds' near-zero signal delay would otherwise stretch it over decades.
+    floors = [float(np.min(one_way[shown]))] if np.any(shown) else []
+    if propagation_ms is not None and propagation_ms > 0:
+        floors.append(propagation_ms)
+    if floors:
+        ax.set_ylim(bottom=min(floors) * 0.8)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("delay (ms)")
     ax.set_xlim(0, duration_ms / MS_PER_S)
@@ -254,7 +261,9 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
     _label_delays(ax.xaxis)
     ax.invert_xaxis()
     ax.margins(x=0.15, y=0.1)  # room for the labels beside the outermost points
-    ax.set_ylim(bottom=0)  # from zero: a 0.1% spread must not look like a wide one
+    # From zero (a 0.1% spread must not look wide), with room above the best for its label.
+    top = max((float(np.max(_from_plane(p)[1])) for p in every), default=1.0)
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
     ax.set_xlabel("95% end-to-end delay (ms, log scale; better to the right)")
     ax.set_ylabel("throughput (Mbit/s)")
     ax.grid(True, which="both", alpha=GRID_ALPHA)
