@@ -7,10 +7,12 @@ Evaluates lstm:RUN, the oracle and every baseline on each link group:
   cellular-generated  synthetic cellular-like traces, and
   cellular-real       recorded traces (needs ../shared/data): goal a mean score gap
                       to the omniscient bound under 0.9;
-and on every group, a better mean score than every baseline. Leaderboards go to
-stderr; one JSON object to stdout.
+and on every group, a better mean score than every baseline. Several policies (the same
+config at several seeds) are scored side by side, and each figure is also given as the mean
+and spread (min, max) over them. Leaderboards go to stderr; one JSON object to stdout.
 
-  python benchmarks/bench_quality.py --policy runs/NAME [--duration-s 30|0] [--groups ...]
+  python benchmarks/bench_quality.py --policy runs/NAME [runs/NAME2 ...] [--duration-s 30|0]
+      [--groups held-out-grid,cellular-real,SET-OR-PATH ...]
 """
 
 from __future__ import annotations
@@ -80,28 +82,56 @@ def group_summary(rows: list[dict[str, Any]], policy: str, spec_of: dict[str, st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", required=True, help="a run folder (lstm:RUN is evaluated)")
+    parser.add_argument("--policy", required=True, nargs="+",
+                        help="run folders (lstm:RUN is evaluated), e.g. one config's seeds")
     parser.add_argument("--duration-s", type=float, default=30.0,
                         help="run length (default 30 s; traces are cut to it; 0: each link's "
                              "own length, as `ccgym eval` runs it: a trace once)")
-    parser.add_argument("--groups", default="held-out-grid,cellular-generated,cellular-real")
+    parser.add_argument("--groups", default="held-out-grid,cellular-generated,cellular-real",
+                        help="link sets (names or TOML paths), comma-separated")
     args = parser.parse_args()
 
-    policy = f"lstm:{args.policy}"
-    result: dict[str, Any] = {"policy": args.policy, "duration_s": args.duration_s, "groups": {}}
+    policies = [f"lstm:{p}" for p in args.policy]
+    result: dict[str, Any] = {"policies": args.policy, "duration_s": args.duration_s,
+                              "groups": {}}
     for group in [g.strip() for g in args.groups.split(",") if g.strip()]:
         if group in NEEDS_DATA and data_dir() is None:
             result["groups"][group] = {"skipped": "no shared data (../shared/data)"}
             continue
         links = resolve_links(None, group)
         start = time.perf_counter()
-        rows, _ = evaluate(links, [policy, "oracle", *BASELINES],
+        rows, _ = evaluate(links, [*policies, "oracle", *BASELINES],
                            duration_s=args.duration_s or None, progress=False)
         print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         print(format_leaderboard(rows), file=sys.stderr)
         spec_of = {link.name: link.spec for link in links}
-        result["groups"][group] = group_summary(rows, policy, spec_of, group in CONSTANT_GROUPS)
+        constant = group in CONSTANT_GROUPS
+        per_policy = {p: group_summary([r for r in rows if r["scheme"] not in policies or
+                                        r["scheme"] == p], p, spec_of, constant)
+                      for p in policies}
+        result["groups"][group] = {"per_policy": per_policy, "over_policies": spread(per_policy)}
     print(json.dumps(result, indent=2))
+
+
+def spread(per_policy: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each policy figure's mean, min and max over the policies (seeds), and how many of them
+    beat every baseline."""
+    summaries = list(per_policy.values())
+    out: dict[str, Any] = {}
+    for key in ("policy_score_gap", "policy_utilization", "policy_queue_over_min_rtt"):
+        if key in summaries[0]:
+            values = [s[key] for s in summaries]
+            out[key] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values)}
+    scores = [s["mean_score"][p] for p, s in per_policy.items()]
+    out["policy_mean_score"] = {"mean": float(np.mean(scores)), "min": min(scores),
+                                "max": max(scores)}
+    baselines = {k: v for k, v in summaries[0]["mean_score"].items() if k in BASELINES}
+    out["best_baseline"] = max(baselines, key=baselines.get)
+    out["best_baseline_score"] = baselines[out["best_baseline"]]
+    out["oracle_score"] = summaries[0]["mean_score"].get("oracle")
+    out["bound_score"] = summaries[0]["mean_score"].get("omniscient")
+    out["policies_beating_every_baseline"] = sum(s["beats_every_baseline"] for s in summaries)
+    return out
 
 
 if __name__ == "__main__":

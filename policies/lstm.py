@@ -109,6 +109,11 @@ class LstmPolicy(nn.Module):
             raise ValueError(f"{where}: trained on observation version {observation}, but "
                              f"this ccgym computes version {_core.OBSERVATION_VERSION} "
                              "(see policies/cpp/features.hh); train the policy again")
+        sizes = (data.get("obs_dim"), data.get("num_actions"))
+        if sizes != (_core.OBS_DIM, _core.NUM_ACTIONS):
+            raise ValueError(f"{where}: made for {sizes[0]} inputs and {sizes[1]} actions, but "
+                             f"this ccgym has {_core.OBS_DIM} and {_core.NUM_ACTIONS} (actions "
+                             f"{' '.join(_core.ACTION_NAMES)}); train the policy again")
         try:
             policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
                          num_actions=int(data["num_actions"]))
