@@ -96,8 +96,12 @@ def run(args: argparse.Namespace) -> int:
     if changes:
         config = with_overrides(config, **changes)
 
-    from ccgym.train.dagger import train
     from ccgym.train.validation import check_config
+
+    if config.algorithm.name == "ppo":
+        from ccgym.train.ppo import train
+    else:
+        from ccgym.train.dagger import train
 
     check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if folder is None:
@@ -117,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     best_iteration = state.early_stopping.best_iteration
     best = next((h for h in state.history if int(h["iteration"]) == best_iteration), None)
     if best is not None:
+        agreement = (f", held-out expert agreement {best['agreement']:.3f}"
+                     if "agreement" in best else "")
         print(f"best policy: {folder.policy} (iteration {best_iteration}, "
-              f"validation score {best['score']:.3f}, held-out expert agreement "
-              f"{best['agreement']:.3f})")
+              f"validation score {best['score']:.3f}{agreement})")
     if config.eval.leaderboard and not args.no_leaderboard:
         text = leaderboard(config, folder, progress)
         print(text, end="")

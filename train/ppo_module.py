@@ -1,0 +1,74 @@
+"""The RLlib module PPO trains: the project's LSTM policy plus a value head.
+
+The actor is a policies/lstm.py LstmPolicy, unchanged (its LSTM and its head to the action
+logits), so the trained actor is saved as a policy.pt that `ccgym eval`, `ccgym export` and the
+C++ sender take as they take DAgger's. The critic is one linear layer on the same LSTM output
+(RLlib's ValueFunctionAPI): it costs the env runners nothing, since they only run the actor.
+
+The recurrent state is {"h", "c"}, each (hidden_size,) per sequence: RLlib's env runners carry it
+from step to step and store it in the episodes, and its learner connectors cut the episodes into
+max_seq_len chunks that start from the stored states (truncated backpropagation through time).
+
+model_config keys: hidden_size; max_seq_len (the chunk length); init_policy (optional: an
+LstmPolicy.to_file_dict() whose weights the actor starts from, e.g. a DAgger run's policy.pt;
+every copy of the module, on the learner and on each env runner, is built from it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch import TorchRLModule
+from torch import nn
+
+from ccgym.policies.lstm import LstmPolicy
+
+
+class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
+    """LstmPolicy (the actor) and a linear value head on its LSTM output."""
+
+    def setup(self) -> None:
+        hidden = int(self.model_config["hidden_size"])
+        self.policy = LstmPolicy(hidden_size=hidden, obs_dim=int(self.observation_space.shape[0]),
+                                 num_actions=int(self.action_space.n))
+        init = self.model_config.get("init_policy")
+        if init is not None:
+            start = LstmPolicy.from_file_dict(init, where="init_from")
+            if (start.hidden_size, start.obs_dim, start.num_actions) != (
+                    hidden, self.policy.obs_dim, self.policy.num_actions):
+                raise ValueError(
+                    f"init_from: the policy's sizes (hidden {start.hidden_size}, obs "
+                    f"{start.obs_dim}, actions {start.num_actions}) differ from this run's "
+                    f"(hidden {hidden}, obs {self.policy.obs_dim}, actions "
+                    f"{self.policy.num_actions})")
+            self.policy.load_state_dict(start.state_dict())
+        self.value_head = nn.Linear(hidden, 1)
+
+    def get_initial_state(self) -> dict[str, np.ndarray]:
+        zeros = np.zeros(self.policy.hidden_size, dtype=np.float32)
+        return {"h": zeros, "c": zeros.copy()}
+
+    def _lstm(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The LSTM over (B, T, obs_dim) from STATE_IN; outputs (B, T, hidden) and STATE_OUT."""
+        state = batch[Columns.STATE_IN]
+        out, (h, c) = self.policy.lstm(batch[Columns.OBS],
+                                       (state["h"].unsqueeze(0), state["c"].unsqueeze(0)))
+        return out, {"h": h.squeeze(0), "c": c.squeeze(0)}
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        out, state = self._lstm(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.policy.head(out), Columns.STATE_OUT: state}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        out, state = self._lstm(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.policy.head(out), Columns.STATE_OUT: state,
+                Columns.EMBEDDINGS: out}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        if embeddings is None:
+            embeddings, _ = self._lstm(batch)
+        return self.value_head(embeddings).squeeze(-1)
