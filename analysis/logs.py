@@ -215,7 +215,7 @@ def packet_log_from_acks(sender: TsvLog) -> tuple[PacketLog, float]:
     columns = sender.columns
     is_ack = columns["event"] == "ack"
     seq = columns["seq"][is_ack]
-    send_ms, recv_ms, ack_ms = columns["send_ms"][is_ack], columns["recv_ms"][is_ack], columns["ack_ms"][is_ack]
+    send_ms, recv_ms, ack_ms = (columns[key][is_ack] for key in ("send_ms", "recv_ms", "ack_ms"))
     if not len(seq):
         return _join(_sends(sender), seq, recv_ms), float("nan")
     min_rtt = float(np.min(ack_ms - send_ms))

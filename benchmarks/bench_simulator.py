@@ -55,22 +55,24 @@ def measure(name: str, link: str, scheme: str, duration_ms: float, paths: int = 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration-s", type=float, default=60.0)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     duration_ms = args.duration_s * 1000
     results = []
+    queue = "queue=droptail:packets=500"
     for rate in (12, 100):
-        results.append(measure(f"constant-{rate}mbps", f"rate_mbps={rate},delay_ms=20,queue=droptail:packets=500",
+        results.append(measure(f"constant-{rate}mbps", f"rate_mbps={rate},delay_ms=20,{queue}",
                                "cubic", duration_ms))
     name, link = cellular_link()
     results.append(measure(name, link, "cubic", duration_ms))
     for rate in (6, 24, 48, 200):
-        results.append(measure(f"rate-scaling-{rate}mbps", f"rate_mbps={rate},delay_ms=20,queue=droptail:packets=500",
+        results.append(measure(f"rate-scaling-{rate}mbps", f"rate_mbps={rate},delay_ms=20,{queue}",
                                "cubic", duration_ms))
     for paths, threads in ((8, 1), (8, 2)):
-        results.append(measure(f"parallel-{paths}paths", "rate_mbps=12,delay_ms=20,queue=droptail:packets=500",
+        results.append(measure(f"parallel-{paths}paths", f"rate_mbps=12,delay_ms=20,{queue}",
                                "cubic", duration_ms, paths, threads))
     text = json.dumps(results, indent=2)
     print(text)

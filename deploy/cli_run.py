@@ -21,7 +21,8 @@ Every process ends with the run, also on Ctrl-C. Examples:
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
   ccgym run --link trace=cell.up,delay_ms=20 --scheme lstm:runs/quick --simulate --plots out/
   sudo ccgym run --link rate_mbps=24,delay_ms=20 --scheme lstm:policy.onnx --against kernel:cubic
-  ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json   # far host: ccgym receive --port 9000 --bind 0.0.0.0
+  ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json
+      # on the far host first: ccgym receive --port 9000 --bind 0.0.0.0
 """
 
 from __future__ import annotations

@@ -280,22 +280,8 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
     if not isinstance(source, str):
         raise UserError(f"{where}: 'source' must be a string")
 
-    values: dict[str, str] = {}
-    for key in keys:
-        if key not in table:
-            continue
-        value = table[key]
-        types = _TOML_TYPES.get(key.removeprefix("ack_"), _ANY_SCALAR)
-        # bool is an int in Python: accept it only where a bool is meant.
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            expected = " or ".join(t.__name__ for t in types)
-            raise UserError(f"{where}: {key} must be {expected}, got {value!r}")
-        if key in TRACE_KEYS:
-            value = _resolve_trace(value, path.parent, where, key)
-        text = _format_value(value)
-        if "," in text:
-            raise UserError(f"{where}: {key}: a comma cannot appear in a spec value: {text!r}")
-        values[key] = text
+    values = {key: _spec_value(key, table[key], path.parent, where)
+              for key in keys if key in table}
     for table_key, trace_key in SYNTHETIC_KEYS.items():
         if table_key in table:
             if trace_key in table:
@@ -303,6 +289,21 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
             values[trace_key] = _synthetic(table_key, table[table_key], where)
     spec = ",".join([f"name={name}", *(f"{k}={v}" for k, v in values.items())])
     return name, source, spec
+
+
+def _spec_value(key: str, value: Any, base: Path, where: str) -> str:
+    """One TOML value of a link as spec text (a trace path made absolute)."""
+    types = _TOML_TYPES.get(key.removeprefix("ack_"), _ANY_SCALAR)
+    # bool is an int in Python: accept it only where a bool is meant.
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        expected = " or ".join(t.__name__ for t in types)
+        raise UserError(f"{where}: {key} must be {expected}, got {value!r}")
+    if key in TRACE_KEYS:
+        value = _resolve_trace(value, base, where, key)
+    text = _format_value(value)
+    if "," in text:
+        raise UserError(f"{where}: {key}: a comma cannot appear in a spec value: {text!r}")
+    return text
 
 
 def _canonical(spec_text: str, where: str) -> str:

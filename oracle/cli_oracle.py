@@ -4,9 +4,9 @@ For each link: the bandwidth-delay product (rate x min RTT, in 1500-byte packets
 oracle's window: the BDP on a constant-rate link with an infinite queue and no loss, the
 best fixed window by search elsewhere, and on a trace link a time-varying window (the
 opportunities of one min RTT, counted `lookback` of it behind now, times a margin; both
-found by search) unless the best fixed window scores higher; the contest score of the oracle's window and of the BDP. A trace
-link runs its trace once, other links 30 s, as `ccgym eval` runs them. Searches are
-cached in $CCGYM_CACHE/oracle.
+found by search) unless the best fixed window scores higher; the contest score of the
+oracle's window and of the BDP. A trace link runs its trace once, other links 30 s, as
+`ccgym eval` runs them. Searches are cached in $CCGYM_CACHE/oracle.
 
 examples:
   ccgym oracle --link rate_mbps=12,delay_ms=20,queue=droptail:packets=20

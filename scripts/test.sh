@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ GoogleTest suite (plain, then under ASan+UBSan) and pytest.
+# Runs every test: the C++ GoogleTest suite (plain, then under ASan+UBSan), ruff, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,6 +16,9 @@ ctest --test-dir build/tests --output-on-failure -j "$jobs"
 echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 build_tests build/sanitize -DCMAKE_BUILD_TYPE=Debug -DCCGYM_SANITIZE=ON
 ctest --test-dir build/sanitize --output-on-failure -j "$jobs"
+
+echo "== ruff (lint and complexity, pyproject.toml's [tool.ruff])"
+.venv/bin/ruff check .
 
 echo "== Python tests"
 export CCGYM_BIN_DIR="$PWD/build/tests"

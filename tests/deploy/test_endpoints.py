@@ -83,7 +83,8 @@ def listening_port(proc: subprocess.Popen, timeout: float = 5.0) -> int:
             raise AssertionError(f"{proc.args[0]} printed nothing within {timeout} s")
     line = proc.stdout.readline()
     m = re.fullmatch(r"listening on 127\.0\.0\.1:(\d+)\n", line)
-    assert m, f"unexpected first line {line!r} (stderr: {proc.stderr.read() if proc.poll() is not None else ''})"
+    stderr = proc.stderr.read() if proc.poll() is not None else ""
+    assert m, f"unexpected first line {line!r} (stderr: {stderr})"
     return int(m.group(1))
 
 

@@ -53,7 +53,8 @@ def test_matches_single_envs_step_by_step_across_autoresets():
 def test_autoreset_starts_new_episodes_on_the_same_step():
     vec = VecLinkEnv(3, CONFIG, threads=1)
     vec.reset(seed=0)
-    hold = np.full(3, _core.ACTION_NAMES.index("x2"))  # x2 every step: the window grows far from the initial 10
+    # x2 every step: the window grows far from the initial 10.
+    hold = np.full(3, _core.ACTION_NAMES.index("x2"))
     for _ in range(19):
         _, _, _, truncated, infos = vec.step(hold)
         assert not truncated.any() and "final_obs" not in infos
