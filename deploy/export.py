@@ -44,7 +44,10 @@ FORMAT_VERSION = "2"
 OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing delay (ms, "
               "delay_unit_ms, delay_top_ms); 1 EWMA delivery rate and 2 EWMA sending rate "
               "(Mbit/s, rate_unit_mbps, rate_top_mbps); 3 window (packets, window_unit, "
-              "max_window); 4.. previous action one-hot")
+              "max_window); 4 min RTT, 5 latest RTT's queueing delay, 6 time since the last "
+              "ACK (ms, delay_unit_ms, delay_top_ms); 7 log2(window / (delivery rate x min "
+              "RTT)) / 4 clipped to [-1, 1]; 8 EWMA loss fraction; 9.. previous action one-hot "
+              "(policies/cpp/features.hh)")
 
 
 def metadata(policy: LstmPolicy) -> dict[str, str]:

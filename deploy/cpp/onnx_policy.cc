@@ -16,6 +16,9 @@ namespace {
 // Just enough of the protobuf wire format to walk ModelProto -> GraphProto ->
 // ValueInfoProto -> TypeProto.Tensor -> TensorShapeProto (field numbers from onnx.proto).
 constexpr uint32_t kModelGraph = 7;
+constexpr uint32_t kModelMetadata = 14;
+constexpr uint32_t kEntryKey = 1;
+constexpr uint32_t kEntryValue = 2;
 constexpr uint32_t kGraphInput = 11;
 constexpr uint32_t kGraphOutput = 12;
 constexpr uint32_t kValueInfoName = 1;
@@ -155,6 +158,15 @@ OnnxShapes read_onnx_shapes(const std::string& path) {
   bool have_graph = false;
   for (Reader model(data, path); !model.done();) {
     const Field f = model.next();
+    if (f.number == kModelMetadata && f.type == kBytes) {
+      std::pair<std::string, std::string> entry;
+      for (Reader kv(f.bytes, path); !kv.done();) {
+        const Field e = kv.next();
+        if (e.number == kEntryKey && e.type == kBytes) entry.first = std::string(e.bytes);
+        if (e.number == kEntryValue && e.type == kBytes) entry.second = std::string(e.bytes);
+      }
+      shapes.metadata.push_back(std::move(entry));
+    }
     if (f.number != kModelGraph || f.type != kBytes) continue;
     have_graph = true;
     for (Reader graph(f.bytes, path); !graph.done();) {
@@ -190,6 +202,15 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
     if (shapes.output(name) == nullptr) {
       throw std::runtime_error(path + ": the model has no output '" + name +
                                "' (expected outputs logits, h_out, c_out)");
+    }
+  }
+  // A model exported by ccgym says which observation it was trained on; one from elsewhere
+  // is taken on its shapes alone.
+  for (const auto& [key, value] : shapes.metadata) {
+    if (key == "observation_version" && value != std::to_string(kObservationVersion)) {
+      throw std::runtime_error(path + ": trained on observation version " + value +
+                               ", but this sender computes version " +
+                               std::to_string(kObservationVersion) + "; train the policy again");
     }
   }
   const auto& obs_dims = shapes.input("obs")->dims;

@@ -26,6 +26,8 @@ struct OnnxShapes {
   };
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
+  // The model's metadata_props (ccgym export writes observation_version among them).
+  std::vector<std::pair<std::string, std::string>> metadata;
   const Tensor* input(const std::string& name) const;
   const Tensor* output(const std::string& name) const;
 };

@@ -386,7 +386,8 @@ HIDDEN = 6
 OBS_DIM, NUM_ACTIONS = _core.OBS_DIM, _core.NUM_ACTIONS  # the sender's, from the one C++ source
 
 
-def _lstm_onnx(path: Path, rng: np.random.Generator, out_w: np.ndarray, out_b: np.ndarray):
+def _lstm_onnx(path: Path, rng: np.random.Generator, out_w: np.ndarray, out_b: np.ndarray,
+               metadata: dict[str, str] | None = None):
     """One LSTM step with elementary ops, as deploy's export writes it; returns the weights."""
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
@@ -418,6 +419,7 @@ def _lstm_onnx(path: Path, rng: np.random.Generator, out_w: np.ndarray, out_b: n
                               inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
+    helper.set_model_props(model, metadata or {})
     onnx.checker.check_model(model)
     path.write_bytes(model.SerializeToString())
     return w
@@ -472,6 +474,22 @@ def test_policy_runtime_rejects_a_model_of_the_wrong_shape(tmp_path: Path) -> No
                              f"lstm:{tmp_path / 'missing.onnx'}"],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and "missing.onnx" in result.stderr
+
+
+@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
+def test_policy_runtime_refuses_another_observation_version(tmp_path: Path) -> None:
+    zeros = (np.zeros((HIDDEN, NUM_ACTIONS), np.float32), np.zeros((1, NUM_ACTIONS), np.float32))
+    current = _core.OBSERVATION_VERSION
+    for version, accepted in ((current, True), (current - 1, False)):
+        model = tmp_path / f"v{version}.onnx"
+        _lstm_onnx(model, np.random.default_rng(4), *zeros,
+                   metadata={"observation_version": str(version)})
+        result = subprocess.run([BIN["ccgym-policy"], "--model", str(model)], input="",
+                                capture_output=True, text=True, timeout=30)
+        assert (result.returncode == 0) == accepted, result.stderr
+        if not accepted:
+            assert result.returncode == 2
+            assert f"trained on observation version {version}" in result.stderr
 
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
