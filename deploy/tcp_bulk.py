@@ -25,8 +25,6 @@ import sys
 import time
 
 CHUNK_BYTES = 1 << 18
-# Large buffers: the window, not the socket, must limit a fast or long link.
-BUFFER_BYTES = 8 << 20
 # struct tcp_info (linux/tcp.h): tcpi_min_rtt, in microseconds, sits at this byte offset.
 TCP_INFO_MIN_RTT_OFFSET = 148
 
@@ -48,8 +46,10 @@ def _stop_on_sigterm() -> None:
 
 def send(to: str, cc: str, duration_s: float) -> int:
     host, _, port = to.rpartition(":")
+    # The kernel's own buffer sizing (tcp_wmem, tcp_rmem autotuning), as an application that
+    # sets none gets it: on a link with an unlimited queue it, not the congestion control,
+    # caps the window.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER_BYTES)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     except OSError as e:
@@ -80,7 +80,6 @@ def send(to: str, cc: str, duration_s: float) -> int:
 def receive(bind: str, port: int) -> int:
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, BUFFER_BYTES)
     server.bind((bind, port))
     server.listen(16)
     host, bound_port = server.getsockname()
