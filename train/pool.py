@@ -6,11 +6,85 @@ its function needs, so it runs the same in-process, in a local Ray worker or on 
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
+
+from ccgym.errors import UserError
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
+
+
+# How long the head of a cluster may take to accept a TCP connection: Ray itself retries for
+# minutes against an address where nothing listens.
+CONNECT_TIMEOUT_S = 5.0
+# Ray's own single-machine mode (its default on macOS and Windows): the node's address is
+# 127.0.0.1, so every Ray server listens on loopback only. Read by Ray at import and in workers.
+_LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+_AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+def _start_local_ray(workers: int) -> None:
+    """A private Ray instance on this machine, reachable from it only."""
+    import logging
+
+    import ray
+    from ray._private import ray_constants
+
+    os.environ[_LOCAL_ONLY_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False  # ray is imported already: set what it read
+    # address="local": a Ray of this run's own, never a cluster that `ray start` left on this
+    # machine (ray.init() would join that one).
+    ray.init(address="local", num_cpus=workers, include_dashboard=False,
+             logging_level=logging.WARNING)
+
+
+def _join_cluster(address: str) -> None:
+    """Joins the cluster at HOST:PORT (its head's GCS port) or "auto"; UserError within seconds
+    when nothing answers there or it refuses this driver."""
+    import logging
+
+    import ray
+
+    if address != "auto":
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise UserError(f"ray address {address!r}: expected HOST:PORT (the head's port, "
+                            "6379 unless `ray start --head --port` said otherwise) or auto")
+        try:
+            with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+                pass
+        except OSError as e:
+            raise UserError(f"ray address {address}: nothing answers there within "
+                            f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); is the head started "
+                            f"(ray start --head --port {port}) and reachable?") from None
+    _use_cluster_token()
+    try:
+        ray.init(address=address, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"ray address {address}: cannot join the cluster ({first}); a cluster "
+                        "with token authentication (Ray's default) needs its token here: copy "
+                        "the head's ~/.ray/auth_token, or set RAY_AUTH_TOKEN to the output of "
+                        "`ray get-auth-token` on the head") from None
+
+
+def _use_cluster_token() -> None:
+    """Sends the cluster token when there is one (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or
+    ~/.ray/auth_token, as `ray start` keeps it): a driver sends none unless RAY_AUTH_MODE says
+    token, and then fails authentication against a default `ray start --head`."""
+    if _AUTH_MODE_ENV in os.environ:
+        return  # the user decided
+    if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+            or (Path.home() / ".ray" / "auth_token").is_file()):
+        return
+    os.environ[_AUTH_MODE_ENV] = "token"
+    from ray._raylet import Config
+
+    Config.initialize("")  # ray is imported already: re-read the environment
 
 
 class RolloutPool:
@@ -26,18 +100,13 @@ class RolloutPool:
 
     def __enter__(self) -> RolloutPool:
         if self.workers > 0:
-            import logging
-
             import ray
 
             if not ray.is_initialized():
                 if self.ray_address:
-                    ray.init(address=self.ray_address, logging_level=logging.WARNING)
+                    _join_cluster(self.ray_address)
                 else:
-                    # address="local": a Ray of this run's own, never a cluster that
-                    # `ray start` left on this machine (ray.init() would join that one).
-                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                             logging_level=logging.WARNING)
+                    _start_local_ray(self.workers)
                 self._started_ray = True
         return self
 
