@@ -27,6 +27,7 @@ $CCGYM_CACHE/oracle (default ~/.cache/ccgym/oracle).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -68,7 +69,7 @@ FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
 MIN_HORIZON_MS = 1.0
 
 CACHE_FOLDER = "oracle"
-# Bump when the search or the simulator changes what a cached result would be.
+# Bump when a cached result's meaning changes in a way the code digest below cannot see.
 CACHE_VERSION = 2
 
 
@@ -399,9 +400,30 @@ def _trace_identity(path: str) -> list[Any]:
     return [path, stat.st_size, stat.st_mtime_ns]
 
 
+def _code_files() -> list[Path]:
+    """What a search's result depends on: this module, the stepping loop, the metrics that
+    score a window, the link facts, and the compiled core (the simulator)."""
+    from ccgym.analysis import metrics
+    from ccgym.emulators import link_facts, stepping
+
+    return [Path(__file__), *(Path(module.__file__) for module in (stepping, metrics, link_facts,
+                                                                   _core))]
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of the code that computes the oracle: a change to any of it (an edit, a
+    rebuilt core) misses the cache instead of reusing windows the old code chose."""
+    digest = hashlib.sha256()
+    for path in _code_files():
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _cache_path(kind: str, spec: str, seed: int, duration_ms: float) -> Path:
     parsed = _core.parse_link_spec(spec)
-    key = {"version": CACHE_VERSION, "kind": kind, "spec": spec, "seed": seed,
+    key = {"version": CACHE_VERSION, "code": code_digest(), "kind": kind, "spec": spec,
+           "seed": seed,
            "duration_ms": duration_ms, "data_trace": _trace_identity(parsed.data_trace),
            "ack_trace": _trace_identity(parsed.ack_trace)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]

@@ -176,3 +176,23 @@ def test_searches_are_cached_in_memory_and_on_disk(tmp_path, monkeypatch):
     oracle._MEMORY.clear()
     again = ideal_window(link, duration_ms=2000)
     assert again is not first and again == first
+
+
+def test_a_change_to_the_oracle_code_misses_the_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
+    link = "rate_mbps=6,delay_ms=30,queue=droptail:packets=4"
+    oracle._MEMORY.clear()  # earlier tests' searches of the same link
+    ideal_window(link, duration_ms=2000)
+    assert len(list((tmp_path / "oracle").glob("fixed-*.json"))) == 1
+    # The same search after an edit to the code it depends on (here: one more file of it).
+    edited = tmp_path / "edited.py"
+    edited.write_text("# a change\n")
+    files = oracle._code_files()
+    monkeypatch.setattr(oracle, "_code_files", lambda: [*files, edited])
+    oracle.code_digest.cache_clear()
+    oracle._MEMORY.clear()
+    try:
+        ideal_window(link, duration_ms=2000)
+    finally:
+        oracle.code_digest.cache_clear()
+    assert len(list((tmp_path / "oracle").glob("fixed-*.json"))) == 2  # searched again
