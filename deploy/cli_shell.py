@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         with link_shell(link.spec, args.seed, log_path, workdir) as shell:
             status = _run_inside(shell, command)
     if log_path is not None:
-        _print_flows(log_path)
+        _print_flows(log_path, link, args.seed)
     return status
 
 
@@ -88,27 +88,32 @@ def _run_inside(shell, command: list[str]) -> int:
             child.wait()
 
 
-def _print_flows(log_path: Path) -> None:
-    """Each flow leaving the shell: packets, Mbit/s and p95 one-way delay over the log's span."""
+def _print_flows(log_path: Path, link, seed: int) -> None:
+    """The traffic that left the shell, scored as any run is, from the link's first packet to
+    its last delivery: the omniscient bound over that span, then all flows and each flow."""
     import numpy as np
 
+    from ccgym.analysis.evaluate import aggregate
+    from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
-    from ccgym.analysis.metrics import delay_p95_ms, loss_rate, throughput_mbps
+    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.emulators import _core
 
     tsv = read_tsv_log(log_path)
-    names = shell_flow_names(tsv)
     log = packet_log_from_shell(tsv)
     print(f"per-packet log: {log_path}")
-    if not len(log):
-        print("no packet left the shell")
+    if not np.isfinite(log.arrival_ms).any():
+        print("no packet left the shell through the link")
         return
-    span_ms = float(np.nanmax(log.arrival_ms)) if np.isfinite(log.arrival_ms).any() else 0.0
-    for flow in log.flows():
-        own = log.for_flow(int(flow))
-        tput = throughput_mbps(own, span_ms + 1e-9) if span_ms > 0 else 0.0
-        print(f"  flow {flow} {names.get(int(flow), '?')}: {len(own)} packets, {tput:.2f} Mbit/s "
-              f"over {span_ms / 1000:.1f} s, p95 one-way delay {delay_p95_ms(own):.1f} ms, "
-              f"loss {loss_rate(own):.3f}")
+    duration_ms = float(np.nanmax(log.arrival_ms)) + 1.0
+    opportunities = _core.opportunities(link.spec, duration_ms, seed)
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    rows = [aggregate(link, "omniscient", [omniscient(opportunities, duration_ms, delay)]),
+            aggregate(link, f"leaving the shell ({duration_ms / 1000:.1f} s)",
+                      [summarize(log, opportunities, duration_ms)])]
+    print(format_leaderboard(rows), end="")
+    for flow, name in sorted(shell_flow_names(tsv).items()):
+        print(f"  flow {flow}: {name}")
 
 
 def run_through_shell(args: argparse.Namespace, link) -> int:
