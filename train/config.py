@@ -384,7 +384,16 @@ def _check_step(episode_ms: float, key: str, bad: Any) -> None:
 
 
 def _validate_ppo(config: TrainConfig, bad: Any) -> None:
-    _check_step(config.ppo.episode_ms, "ppo.episode_ms", bad)
+    from ccgym.emulators import _core
+
+    ppo = config.ppo
+    _check_step(ppo.episode_ms, "ppo.episode_ms", bad)
+    # An iteration's batch: one episode per slot of each env runner (one when workers = 0).
+    batch = max(config.run.workers, 1) * ppo.num_envs * round(ppo.episode_ms / _core.STEP_MS)
+    if ppo.minibatch_size > batch:
+        raise bad("ppo.minibatch_size", f"must be at most an iteration's batch, {batch} steps "
+                                        "(workers x num_envs x episode steps), got "
+                                        f"{ppo.minibatch_size}")
     if config.optimizer.lr_decay != 1:
         raise bad("optimizer.lr_decay", f"PPO keeps one step size; set 1, got "
                                         f"{config.optimizer.lr_decay}")

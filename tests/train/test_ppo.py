@@ -1,0 +1,174 @@
+"""PPO on RLlib end to end on tiny links: it learns, warm-starts from DAgger exactly, resumes
+exactly, and its policy exports to ONNX like DAgger's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from ccgym.cli import main
+from ccgym.deploy.export import max_difference, recorded_observations
+from ccgym.policies.lstm import LstmPolicy
+from ccgym.train import dagger, ppo
+from ccgym.train.config import TrainConfig, parse_config
+from ccgym.train.pool import RolloutPool
+
+# The BDP of 3 Mbit/s at a 40 ms RTT is 10 packets, the initial window: holding it is optimal
+# (full rate, no queue; a return near 0). The 10-packet buffer bounds the queue, so the delay a
+# window causes shows up in the reward within a few RTTs, and a short run can learn from it.
+TINY_LINK = "rate_mbps=3,delay_ms=20,queue=droptail:packets=10"
+
+
+def ppo_doc(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    doc = {
+        "run": {"name": "tiny-ppo", "seed": 3, "workers": 0, "iterations": 3},
+        "links": {"train": [TINY_LINK], "validation": [f"name=held-out,{TINY_LINK}"]},
+        "model": {"hidden_size": 16},
+        "algorithm": {"name": "ppo"},
+        "ppo": {"num_envs": 8, "episode_ms": 2000.0, "minibatch_size": 400, "num_epochs": 8,
+                "entropy_coeff": 0.0, "gamma": 0.9, "patience": 100},
+        "optimizer": {"lr": 0.01},
+        "eval": {"duration_s": 2.0, "baselines": [], "oracle": False, "leaderboard": False},
+    }
+    for name, values in sections.items():
+        doc.setdefault(name, {}).update(values)
+    return doc
+
+
+def ppo_config(**sections: dict[str, Any]) -> TrainConfig:
+    return parse_config(ppo_doc(**sections), "tiny-ppo")
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    """One local Ray for the module: RLlib needs it, and starting it is most of a tiny run."""
+    with RolloutPool(2):
+        yield
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ppo.PpoState]:
+    run_dir = tmp_path_factory.mktemp("ppo") / "run"
+    return run_dir, ppo.train(ppo_config(), run_dir, progress=False, say=quiet)
+
+
+def test_ppo_improves_the_return_of_a_tiny_link(learned: tuple[Path, ppo.PpoState]) -> None:
+    run_dir, state = learned
+    returns = [h["episode_return"] for h in state.history]
+    assert state.iteration == 3 and len(returns) == 3
+    # A uniformly random first policy scores about -11 per episode; the optimum is near 0.
+    assert returns[0] < -8
+    assert max(returns[1:]) > returns[0] + 3, returns
+    assert all(r <= 0.05 for r in returns)  # the reward's ideal is 0 per step
+    assert (run_dir / "policy.pt").is_file() and (run_dir / "checkpoint.pt").is_file()
+
+
+def test_tensorboard_has_the_ppo_tags(learned: tuple[Path, ppo.PpoState]) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, _ = learned
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("losses/policy", "losses/value", "losses/entropy", "losses/KL", "eval/score",
+                "eval/validation/score", "charts/SPS"):
+        assert tag in tags, tag
+        assert len(events.Scalars(tag)) == 3
+    assert min(e.value for e in events.Scalars("charts/SPS")) > 0
+    assert "hyperparameters/text_summary" in events.Tags()["tensors"]
+
+
+def test_export_of_a_ppo_policy_matches_pytorch(learned: tuple[Path, ppo.PpoState],
+                                                 tmp_path: Path) -> None:
+    run_dir, _ = learned
+    out = tmp_path / "policy.onnx"
+    assert main(["export", str(run_dir), "-o", str(out)]) == 0
+    policy = LstmPolicy.load(run_dir / "policy.pt")
+    observations = recorded_observations(TINY_LINK, 200, seed=2)
+    assert max_difference(policy, out, observations) < 1e-4
+
+
+def _learner_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    data = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    return data["learner"]["rl_module"]["default_policy"]
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    small = {"run": {"iterations": 2},
+             "ppo": {"num_envs": 4, "episode_ms": 500.0, "minibatch_size": 100}}
+    straight = ppo.train(ppo_config(**small), tmp_path / "straight", progress=False, say=quiet)
+    first = ppo_config(**{**small, "run": {"iterations": 1}})
+    ppo.train(first, tmp_path / "resumed", progress=False, say=quiet)
+    resumed = ppo.train(ppo_config(**small), tmp_path / "resumed", resume=True,
+                        progress=False, say=quiet)
+    assert resumed.iteration == straight.iteration == 2
+    assert resumed.history == straight.history  # returns, losses, scores of both iterations
+    a = _learner_weights(tmp_path / "straight" / "checkpoint.pt")
+    b = _learner_weights(tmp_path / "resumed" / "checkpoint.pt")
+    assert a.keys() == b.keys() and "value_head.weight" in a
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+    # The resumed run appended one iteration: nothing finished was lost or repeated.
+    assert [h["iteration"] for h in resumed.history] == [1.0, 2.0]
+
+
+def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
+    dagger_doc = {
+        "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1},
+        "links": {"train": [TINY_LINK], "validation": [TINY_LINK]},
+        "model": {"hidden_size": 16},
+        "dagger": {"rollouts_per_iteration": 2, "num_envs": 2, "episode_ms": 500.0,
+                   "epochs": 1},
+        "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
+    }
+    dagger_run = tmp_path / "dagger"
+    dagger.train(parse_config(dagger_doc, "dagger"), dagger_run, progress=False, say=quiet)
+    expected = LstmPolicy.load(dagger_run / "policy.pt").state_dict()
+
+    # One env runner as a Ray actor: the weights must reach it too, not only the learner.
+    config = ppo_config(run={"workers": 1}, ppo={"init_from": str(dagger_run)})
+    algo = ppo.algorithm_config(config, [TINY_LINK]).build_algo()
+    try:
+        learner = ppo._learner_call(algo, lambda lr: ppo._module(lr).policy.state_dict())
+        runners = algo.env_runner_group.foreach_env_runner(
+            lambda r: {k: v.clone() for k, v in r.module.policy.state_dict().items()},
+            local_env_runner=False)
+    finally:
+        algo.stop()
+    assert len(runners) == 1
+    for weights in (learner, runners[0]):
+        assert weights.keys() == expected.keys()
+        for key in expected:
+            torch.testing.assert_close(weights[key], expected[key], rtol=0, atol=0)
+
+
+def test_warm_start_refuses_a_policy_of_another_size(tmp_path: Path) -> None:
+    LstmPolicy(hidden_size=8).save(tmp_path / "policy.pt")
+    config = ppo_config(ppo={"init_from": str(tmp_path)})
+    with pytest.raises(Exception, match="hidden_size 8"):
+        ppo.init_policy(config)
+
+
+def test_config_errors_name_the_key() -> None:
+    with pytest.raises(Exception, match=r"\[algorithm\] name: must be one of dagger, ppo"):
+        parse_config(ppo_doc(algorithm={"name": "a2c"}), "c")
+    with pytest.raises(Exception, match=r"\[ppo\].*unknown key 'gama'.*valid keys"):
+        parse_config(ppo_doc(ppo={"gama": 0.9}), "c")
+    with pytest.raises(Exception, match=r"\[ppo\] episode_ms: must be a multiple"):
+        parse_config(ppo_doc(ppo={"episode_ms": 1005.0}), "c")
+    with pytest.raises(Exception, match=r"\[ppo\] minibatch_size: must be at most .* 1600 steps"):
+        parse_config(ppo_doc(ppo={"minibatch_size": 1601}), "c")
+    with pytest.raises(Exception, match=r"\[optimizer\] lr_decay"):
+        parse_config(ppo_doc(optimizer={"lr_decay": 0.5}), "c")
+
+
+def test_sample_seeds_differ_by_runner_and_iteration() -> None:
+    seeds = {ppo.stream_seed(3, k, ppo.SAMPLE_STREAM, w) for k in (1, 2) for w in (0, 1, 2)}
+    assert len(seeds) == 6 and all(0 <= s < 2**31 for s in seeds)
