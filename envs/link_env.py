@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -46,14 +46,19 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, at_least, between, broken_rule,
+                                 optional, rule)
 from ccgym.emulators import _core
+from ccgym.emulators.link_facts import mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
-from ccgym.emulators.link_facts import mean_rate_mbps
 from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
 DEFAULT_LINKS = "indigo-synthetic"
+_LINK_ENTRIES = rule(lambda v: isinstance(v, str) and v.strip() or (
+    isinstance(v, (list, tuple)) and v and all(isinstance(e, str) and e.strip() for e in v)),
+    "must be a link set name or path, or a non-empty list of link spec strings")
 # An idle step scores ln(1/100) on throughput rather than -inf.
 THROUGHPUT_FLOOR = 0.01
 # Delays are compared at millisecond resolution; this also covers links with no delay.
@@ -75,29 +80,23 @@ class EnvConfig:
     both (an entry with '=' is a spec, any other a link set).
     """
 
-    links: list[str] | str = DEFAULT_LINKS
-    episode_ms: float = 10_000.0
-    initial_window: float = 10.0
-    throughput_weight: float = 1.0
-    delay_weight: float = 1.0
-    seed: int | None = None
-    oracle_seed: int = 1
+    links: list[str] | str = field(default=DEFAULT_LINKS, metadata=_LINK_ENTRIES)
+    episode_ms: float = field(default=10_000.0, metadata=at_least(_core.STEP_MS))
+    initial_window: float = field(default=10.0,
+                                  metadata=between(_core.MIN_WINDOW, _core.MAX_WINDOW))
+    throughput_weight: float = field(default=1.0, metadata=NON_NEGATIVE)
+    delay_weight: float = field(default=1.0, metadata=NON_NEGATIVE)
+    seed: int | None = field(default=None, metadata=optional(NON_NEGATIVE_INT))
+    oracle_seed: int = field(default=1, metadata=NON_NEGATIVE_INT)
     # How long each oracle search run is; None: as `ccgym eval` runs the link (a trace
     # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
-    oracle_duration_ms: float | None = None
+    oracle_duration_ms: float | None = field(default=None,
+                                             metadata=optional(at_least(_core.STEP_MS)))
 
     def __post_init__(self) -> None:
-        _check_links_value(self.links)
-        _check_number("episode_ms", self.episode_ms, low=_core.STEP_MS)
-        _check_number("initial_window", self.initial_window, low=_core.MIN_WINDOW,
-                      high=_core.MAX_WINDOW)
-        _check_number("throughput_weight", self.throughput_weight, low=0.0)
-        _check_number("delay_weight", self.delay_weight, low=0.0)
-        if self.seed is not None:
-            _check_int("seed", self.seed)
-        _check_int("oracle_seed", self.oracle_seed)
-        if self.oracle_duration_ms is not None:
-            _check_number("oracle_duration_ms", self.oracle_duration_ms, low=_core.STEP_MS)
+        broken = broken_rule(self)
+        if broken:
+            raise ValueError(f"EnvConfig: {broken[0]} {broken[1]}")
 
     @classmethod
     def build(cls, config: Mapping[str, Any] | EnvConfig | None = None,
@@ -125,27 +124,6 @@ class EnvConfig:
     @property
     def episode_steps(self) -> int:
         return math.ceil(self.episode_ms / _core.STEP_MS)
-
-
-def _check_number(key: str, value: Any, low: float, high: float = math.inf) -> None:
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and math.isfinite(value) and low <= value <= high)
-    if not ok:
-        bound = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
-        raise ValueError(f"EnvConfig: {key} must be a number {bound}, got {value!r}")
-
-
-def _check_int(key: str, value: Any) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"EnvConfig: {key} must be an integer >= 0, got {value!r}")
-
-
-def _check_links_value(links: Any) -> None:
-    entries = [links] if isinstance(links, str) else links
-    if not isinstance(entries, (list, tuple)) or not entries or not all(
-            isinstance(e, str) and e.strip() for e in entries):
-        raise ValueError("EnvConfig: links must be a link set name or path, or a non-empty "
-                         f"list of link spec strings, got {links!r}")
 
 
 def resolve_env_links(links: list[str] | str) -> list[Link]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, rule
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
 
@@ -43,21 +44,15 @@ LinkEntries = str | list[str]
 ALGORITHMS = ("dagger", "ppo")
 
 
-# A field's value rule is declared beside it (field metadata) and checked by validate(); types
-# are checked when reading. What relates fields or needs the build is checked in validate().
-def _rule(test: Any, text: str) -> dict[str, Any]:
-    return {"rule": (test, text)}
-
-
-POSITIVE = _rule(lambda v: v > 0 and math.isfinite(v), "must be positive")
-NON_NEGATIVE = _rule(lambda v: v >= 0 and math.isfinite(v), "must not be negative")
-PROBABILITY = _rule(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
-FRACTION = _rule(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
-DECAY = DISCOUNT = _rule(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
-WORKERS = _rule(lambda v: v >= 0, "must be 0 (serial) or more")
-NAME = _rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
-             "must be letters, digits and . _ + - (no '__')")
-ALGORITHM = _rule(lambda v: v in ALGORITHMS, f"must be one of {', '.join(ALGORITHMS)}")
+# A field's value rule is declared beside it (field metadata, ccgym.config_fields) and checked
+# by validate(); types are checked when reading. What relates fields or needs the build is
+# checked in validate() too.
+FRACTION = rule(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
+DECAY = DISCOUNT = rule(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
+WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
+NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
+            "must be letters, digits and . _ + - (no '__')")
+ALGORITHM = rule(lambda v: v in ALGORITHMS, f"must be one of {', '.join(ALGORITHMS)}")
 
 
 @dataclass
@@ -351,11 +346,9 @@ def validate(config: TrainConfig, source: str) -> None:
     for name in SECTIONS:
         if name == "ppo" and config.algorithm.name != "ppo":
             continue
-        section = getattr(config, name)
-        for f in dataclasses.fields(section):
-            value = getattr(section, f.name)
-            if "rule" in f.metadata and not f.metadata["rule"][0](value):
-                raise bad(f"{name}.{f.name}", f"{f.metadata['rule'][1]}, got {value!r}")
+        broken = broken_rule(getattr(config, name))
+        if broken:
+            raise bad(f"{name}.{broken[0]}", broken[1])
     _check_step(config.dagger.episode_ms, "dagger.episode_ms", bad)
     links = config.links
     for key in ("train", "validation"):

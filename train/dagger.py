@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -41,6 +41,9 @@ from ccgym.train.pool import RolloutPool
 from ccgym.train.run_folder import RunFolder, hyperparameter_table
 from ccgym.train.validation import (check_config, reference_scores, summarize_rows,
                                     validate_policy)
+
+if TYPE_CHECKING:
+    from ccgym.envs.link_env import EnvConfig
 
 CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
 CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
@@ -71,7 +74,7 @@ class RolloutTask:
 
     worker_index: int  # unique over the run (iteration and task)
     num_envs: int
-    env_config: dict[str, Any]  # for ccgym.envs.vector.VecLinkEnv (links, episode_ms, seed)
+    env_config: EnvConfig  # for ccgym.envs.vector.VecLinkEnv (links, episode_ms, seed)
     seed: int  # the environment's reset seed; sub-environment i uses seed + i
     beta: float
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
@@ -102,7 +105,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     start = time.perf_counter()
     env = VecLinkEnv(task.num_envs, task.env_config, task.threads)
     try:
-        steps = int(round(task.env_config["episode_ms"] / _step_ms()))
+        steps = task.env_config.episode_steps
         n = task.num_envs
         num_actions = int(env.single_action_space.n)
         policy = LstmPolicy.from_file_dict(task.policy) if task.policy is not None else None
@@ -150,15 +153,11 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
                          time.perf_counter() - start)
 
 
-def _step_ms() -> float:
-    from ccgym.emulators import _core
-
-    return float(_core.STEP_MS)
-
-
 def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
     """The iteration's rollouts, split into tasks of at most num_envs episodes."""
+    from ccgym.envs.link_env import EnvConfig
+
     d = config.dagger
     per_task = d.num_envs
     count = d.rollouts_per_iteration
@@ -173,8 +172,8 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         # num_envs apart gives every sub-environment of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        env_config = {"links": list(train_specs), "episode_ms": d.episode_ms, "seed": seed,
-                      "oracle_duration_ms": d.oracle_duration_s * MS_PER_S or None}
+        env_config = EnvConfig(links=list(train_specs), episode_ms=d.episode_ms, seed=seed,
+                               oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None)
         tasks.append(RolloutTask(worker_index, n, env_config, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
                                  d.exploration, config.run.env_threads))

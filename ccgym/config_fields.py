@@ -1,0 +1,63 @@
+"""Value rules declared beside a config's fields and checked by one function, so that every
+config (the training config's sections, the environment's EnvConfig) states its bounds the
+same way, where the field is:
+
+    seed: int = field(default=1, metadata=NON_NEGATIVE_INT)
+
+Types of TOML values are checked when a file is read (train/config.py); these rules check
+types too, for configs built from Python values (EnvConfig from an RLlib dict).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+
+def rule(test: Callable[[Any], Any], text: str) -> dict[str, Any]:
+    """Field metadata: value must pass test; text says what it must be ("must be positive")."""
+    return {"rule": (test, text)}
+
+
+def is_number(value: Any) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def is_count(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+
+
+def at_least(low: float) -> dict[str, Any]:
+    return rule(lambda v: is_number(v) and v >= low, f"must be a number >= {low:g}")
+
+
+def between(low: float, high: float) -> dict[str, Any]:
+    return rule(lambda v: is_number(v) and low <= v <= high,
+                f"must be a number in [{low:g}, {high:g}]")
+
+
+def optional(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The same rule, or None."""
+    test, text = metadata["rule"]
+    return rule(lambda v: v is None or test(v), f"{text} (or none)")
+
+
+POSITIVE = rule(lambda v: is_number(v) and v > 0, "must be positive")
+NON_NEGATIVE = rule(lambda v: is_number(v) and v >= 0, "must not be negative")
+NON_NEGATIVE_INT = rule(is_count, "must not be negative")
+PROBABILITY = rule(lambda v: is_number(v) and 0.0 <= v <= 1.0, "must be in [0, 1]")
+
+
+def broken_rule(config: Any) -> tuple[str, str] | None:
+    """The first field of a dataclass whose value breaks its rule: (name, "must ..., got V")."""
+    for f in dataclasses.fields(config):
+        if "rule" in f.metadata:
+            value = getattr(config, f.name)
+            test, text = f.metadata["rule"]
+            if not test(value):
+                return f.name, f"{text}, got {value!r}"
+    return None
