@@ -35,12 +35,12 @@ from torch import nn
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
-from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
+from ccgym.train.config import TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
-from ccgym.train.run_folder import RunFolder, hyperparameter_table
-from ccgym.train.validation import (check_config, reference_scores, summarize_rows,
-                                    validate_policy)
+from ccgym.train.run_folder import RunFolder
+from ccgym.train.session import open_session
+from ccgym.train.validation import summarize_rows, validate_policy
 
 if TYPE_CHECKING:
     from ccgym.envs.link_env import EnvConfig
@@ -423,29 +423,12 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     if state.early_stopping.stopped and state.iteration < config.run.iterations:
         return state
 
-    check_config(config)
-    train_links, train_note = resolve_train_links(config)
-    validation_links, note = resolve_validation_links(config)
-    for text in (train_note, note):
-        if text:
-            say(text)
-    writer = folder.events_writer(purge_step=state.iteration + 1)
-    try:
-        if state.iteration == 0:
-            table = hyperparameter_table(config)
-            writer.add_text("hyperparameters", table, 0)
-            say("hyperparameters:\n" + table)
-            say(f"{len(train_links)} training links, {len(validation_links)} validation links")
-            state.reference = reference_scores(config, validation_links, say)
-        with sigterm_as_interrupt(), RolloutPool(config.run.workers,
-                                                 config.run.ray_address) as pool:
-            run = _Run(config, folder, pool, [link.spec for link in train_links],
-                       validation_links, writer, progress, say)
-            while state.iteration < config.run.iterations and not state.early_stopping.stopped:
-                _iteration(run, state)
-        writer.flush()
-    finally:
-        writer.close()
+    with (open_session(config, folder, state, say) as session, sigterm_as_interrupt(),
+          RolloutPool(config.run.workers, config.run.ray_address) as pool):
+        run = _Run(config, folder, pool, session.train_specs, session.validation_links,
+                   session.writer, progress, say)
+        while state.iteration < config.run.iterations and not state.early_stopping.stopped:
+            _iteration(run, state)
     return state
 
 
