@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 from ccgym import flags
+from ccgym.emulators.links import add_link_arguments
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_json
 
@@ -25,11 +26,7 @@ MAX_FLOWS = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--link", metavar="SPEC",
-                       help="one link spec, e.g. 'rate_mbps=12,delay_ms=20' or 'trace=FILE,delay_ms=20'")
-    where.add_argument("--links", metavar="SET",
-                       help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
+    add_link_arguments(parser, "rate_mbps=12,delay_ms=20' or 'trace=FILE,delay_ms=20")
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
                              f"oracle, lstm:runs/NAME (default: {DEFAULT_SCHEMES})")

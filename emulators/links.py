@@ -452,6 +452,14 @@ def find_link_set(name_or_path: str) -> Path:
                     f"name; packaged sets: {', '.join(sorted(packaged))}")
 
 
+def add_link_arguments(parser: Any, example: str) -> None:
+    """A verb's --link SPEC | --links SET flags (one of them required), read by resolve_links."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--link", metavar="SPEC", help=f"one link spec, e.g. '{example}'")
+    where.add_argument("--links", metavar="SET",
+                       help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
+
+
 def resolve_links(link: str | None, links: str | None) -> list[Link]:
     """The links named by a verb's --link SPEC or --links FILE-or-NAME flag (exactly one)."""
     if link is not None and links is not None:

@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ccgym import flags
+from ccgym.emulators.links import add_link_arguments
 
 if TYPE_CHECKING:
     from ccgym.oracle.ideal import OracleSummary
@@ -28,11 +29,7 @@ HEADERS = ("link", "BDP (pkts)", "ideal window", "score", "BDP score")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--link", metavar="SPEC",
-                       help="one link spec, e.g. 'rate_mbps=12,delay_ms=20,loss=0.01'")
-    where.add_argument("--links", metavar="SET",
-                       help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
+    add_link_arguments(parser, "rate_mbps=12,delay_ms=20,loss=0.01")
     parser.add_argument("--seed", type=flags.seed, default=1, help="simulation seed (default 1)")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length of each search run (default: a trace once, else 30 s)")
