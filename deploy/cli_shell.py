@@ -30,6 +30,8 @@ from pathlib import Path
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 
+LINK_CHECK_S = 0.5
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", metavar="SPEC", required=True,
@@ -78,7 +80,14 @@ def _run_inside(shell, command: list[str]) -> int:
     interactive = sys.stdin.isatty()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if interactive else None
     try:
-        status = child.wait()
+        # Watches the link too: if it died, COMMAND would be left with no way out.
+        while True:
+            try:
+                status = child.wait(timeout=LINK_CHECK_S)
+                break
+            except subprocess.TimeoutExpired:
+                if shell.link.popen.poll() is not None:
+                    raise shell.link.failure("stopped while COMMAND was running") from None
         return status if status >= 0 else 128 - status  # killed by a signal: as a shell says it
     finally:
         if previous is not None:

@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -96,6 +97,7 @@ class Shell:
     inside: str        # the inside end's address
     device: str        # the outside TUN device
     link: Process
+    namespace: int     # its network namespace's inode: identifies what runs inside
 
     def enter(self, args: Sequence[str]) -> list[str]:
         """args run inside the shell's namespace."""
@@ -118,13 +120,31 @@ def link_shell(link_spec: str, seed: int, log: Path | None, workdir: Path) -> It
     if log is not None:
         args += ["--log", str(log)]
     link = Process(args, workdir / "shell-link.stderr")
+    namespace = None
     try:
         match = link.first_line(READY)
-        yield Shell(int(match.group(1)), match.group(2), match.group(3), match.group(4), link)
+        pid = int(match.group(1))
+        namespace = os.stat(f"/proc/{pid}/ns/net").st_ino
+        yield Shell(pid, match.group(2), match.group(3), match.group(4), link, namespace)
     finally:
-        link.stop()
+        link.stop()  # which kills what runs inside, unless the link itself was killed:
+        if namespace is not None:
+            _kill_namespace(namespace)
     if link.popen.returncode not in (0, None):
         raise link.failure("failed")
+
+
+def _kill_namespace(namespace: int) -> None:
+    """SIGKILLs whatever still runs in the shell's namespace (never in this process's own)."""
+    if namespace == os.stat("/proc/self/ns/net").st_ino:
+        return
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.stat(entry / "ns" / "net").st_ino == namespace:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
 
 
 @dataclass

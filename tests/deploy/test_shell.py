@@ -216,3 +216,23 @@ def test_without_privileges_one_clear_error():
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs root" in lines[0]
+
+
+def test_a_killed_link_is_one_error_and_leaves_nothing():
+    shell = subprocess.Popen([*CLI, "shell", "--link", LINK_12, "--", "sh", "-c",
+                              f"{WHO}; sleep 60 & sleep 60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+    try:
+        assert shell.stdout is not None and shell.stderr is not None
+        address, inode = shell.stdout.readline().split()
+        (link,) = [pid for pid in processes_in_namespace(int(inode))
+                   if Path(f"/proc/{pid}/comm").read_text().strip().startswith("ccgym-shell")]
+        os.kill(link, signal.SIGKILL)
+        assert shell.wait(timeout=GONE_WITHIN_S) == 2
+        assert "ccgym-shell-link stopped while COMMAND was running" in shell.stderr.read()
+        assert_nothing_left(address, int(inode))
+    finally:
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()
