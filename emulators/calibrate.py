@@ -31,12 +31,19 @@ DELIVERIES = ("constant", "poisson")
 NOT_MEASURED_SCHEMES = ("omniscient",)
 NOT_MEASURED_MODES = ("simulated",)
 MIN_SCHEMES = 2  # one scheme cannot tell rate, queue and loss apart
-# The search space, relative to what the measurements show: no scheme delivers more than the
-# rate, and no packet arrives sooner than the propagation delay.
+# The search space, bounded by what the measurements show: no scheme delivers more than the
+# rate; no packet arrives sooner than the propagation delay; a buffer-filling scheme's extra
+# delay is the queue's; every scheme sees the link's random loss, so the least loss measured
+# is at least that (within the noise of a few runs).
 RATE_RANGE = (0.9, 2.5)          # x the highest measured throughput
 DELAY_RANGE = (0.5, 1.05)        # x the lowest measured p95 one-way delay
-QUEUE_PACKETS_RANGE = (2, 2000)
-LOSS_RANGE = (1e-5, 0.1)         # log scale: 1e-5 is no loss over runs of seconds
+QUEUE_PACKETS_LIMITS = (2, 4000)
+QUEUE_HEADROOM = 4.0             # x (pipe + the largest standing queue measured), in packets
+QUEUE_MIN_UPPER = 20             # the queue's upper bound is never below this
+LOSS_LIMITS = (1e-5, 0.1)        # log scale: 1e-5 is no loss over runs of seconds
+LOSS_HEADROOM = 2.0              # x the least measured loss rate
+LOSS_MIN_UPPER = 1e-3            # the loss's upper bound is never below this
+PACKET_BITS = 1500 * 8
 STARTUP_TRIALS = 8               # random trials before the Gaussian process takes over
 DEFAULT_SIM_RUNS = 2             # seeds per scheme in each candidate's simulation
 
@@ -51,6 +58,7 @@ class Measured:
     duration_s: float
     runs: int
     files: list[str] = field(default_factory=list)
+    loss: float | None = None  # the measured loss rate, when the rows have it
 
 
 @dataclass
@@ -187,7 +195,7 @@ def read_measurements(paths: Sequence[str | Path], schemes: Sequence[str] | None
 
 
 def _mean_of_runs(scheme: str, rows: list[tuple[str, dict[str, Any]]]) -> Measured:
-    weights, tputs, delays, durations, files = [], [], [], [], []
+    weights, tputs, delays, durations, files, losses = [], [], [], [], [], []
     for where, row in rows:
         _check_scheme(scheme, where)
         tput = _number(row, "throughput_mbps", where)
@@ -205,11 +213,15 @@ def _mean_of_runs(scheme: str, rows: list[tuple[str, dict[str, Any]]]) -> Measur
         delays.append(delay)
         durations.append(duration)
         files.append(where.split(": row")[0])
+        loss = row.get("loss")
+        losses.append(float(loss) if isinstance(loss, (int, float)) and math.isfinite(loss)
+                      and 0 <= loss <= 1 else None)
 
     def mean(values: list[float]) -> float:
         return sum(w * v for w, v in zip(weights, values)) / sum(weights)
 
-    return Measured(scheme, mean(tputs), mean(delays), max(durations), sum(weights), files)
+    loss = mean(losses) if None not in losses else None  # type: ignore[arg-type]
+    return Measured(scheme, mean(tputs), mean(delays), max(durations), sum(weights), files, loss)
 
 
 # ---------------------------------------------------------------- scoring a candidate
@@ -258,24 +270,35 @@ def replication_error(fits: Sequence[SchemeFit]) -> float:
 class SearchSpace:
     rate_mbps: tuple[float, float]
     delay_ms: tuple[float, float]
+    queue_packets: tuple[int, int]
+    loss: tuple[float, float]
+    guess: dict[str, float]  # the first candidate: where a person would start
 
     @classmethod
     def around(cls, measured: Sequence[Measured]) -> SearchSpace:
         top = max(m.throughput_mbps for m in measured)
         low = min(m.delay_p95_ms for m in measured)
-        return cls((top * RATE_RANGE[0], top * RATE_RANGE[1]),
-                   (low * DELAY_RANGE[0], low * DELAY_RANGE[1]))
+        high = max(m.delay_p95_ms for m in measured)
+        packets_per_ms = top * 1000.0 / PACKET_BITS
+        pipe = packets_per_ms * 2 * low          # a BDP, with the delay's upper bound
+        standing = packets_per_ms * (high - low)  # the longest queue a scheme kept
+        queue = (QUEUE_PACKETS_LIMITS[0],
+                 int(min(max(QUEUE_HEADROOM * (pipe + standing), QUEUE_MIN_UPPER),
+                         QUEUE_PACKETS_LIMITS[1])))
+        losses = [m.loss for m in measured if m.loss is not None]
+        least_loss = min(losses) if len(losses) == len(measured) else None
+        loss = (LOSS_LIMITS[0], LOSS_LIMITS[1] if least_loss is None else
+                min(max(LOSS_HEADROOM * least_loss, LOSS_MIN_UPPER), LOSS_LIMITS[1]))
+        rate, delay = (top * RATE_RANGE[0], top * RATE_RANGE[1]), (low * DELAY_RANGE[0],
+                                                                    low * DELAY_RANGE[1])
+        guess = {"rate_mbps": _clamp(top * 1.05, rate), "delay_ms": _clamp(low * 0.9, delay),
+                 "queue_packets": int(_clamp(pipe, queue)),
+                 "loss": _clamp(least_loss if least_loss is not None else 1e-3, loss)}
+        return cls(rate, delay, queue, loss, guess)
 
-    def first_guess(self, measured: Sequence[Measured]) -> dict[str, float]:
-        """Where a person would start: the rate the best scheme got, the least delay seen, a
-        queue of one BDP, little loss."""
-        rate = max(m.throughput_mbps for m in measured) * 1.05
-        delay = min(m.delay_p95_ms for m in measured) * 0.9
-        bdp = rate * 1e6 / 8 / 1500 * 2 * delay / 1000
-        queue = int(min(max(bdp, QUEUE_PACKETS_RANGE[0]), QUEUE_PACKETS_RANGE[1]))
-        return {"rate_mbps": min(max(rate, self.rate_mbps[0]), self.rate_mbps[1]),
-                "delay_ms": min(max(delay, self.delay_ms[0]), self.delay_ms[1]),
-                "queue_packets": queue, "loss": 1e-3}
+
+def _clamp(value: float, bounds: tuple[float, float]) -> float:
+    return min(max(value, bounds[0]), bounds[1])
 
 
 Progress = Callable[[int, float], None]  # (trials done, best error so far)
@@ -286,8 +309,8 @@ def _suggest(trial: Any, space: SearchSpace, delivery: str) -> LinkParams:
     return LinkParams(
         rate_mbps=trial.suggest_float("rate_mbps", *space.rate_mbps, log=True),
         delay_ms=trial.suggest_float("delay_ms", *space.delay_ms, log=True),
-        queue_packets=trial.suggest_int("queue_packets", *QUEUE_PACKETS_RANGE, log=True),
-        loss=trial.suggest_float("loss", *LOSS_RANGE, log=True),
+        queue_packets=trial.suggest_int("queue_packets", *space.queue_packets, log=True),
+        loss=trial.suggest_float("loss", *space.loss, log=True),
         delivery=delivery)
 
 
@@ -309,7 +332,7 @@ def fit_delivery(measured: Sequence[Measured], delivery: str, trials: int, seed:
     sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
                                         deterministic_objective=True)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    study.enqueue_trial(space.first_guess(measured))
+    study.enqueue_trial(space.guess)
 
     def score(params: list[LinkParams]) -> list[float]:
         if evaluate_batch is not None:

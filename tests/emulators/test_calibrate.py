@@ -37,13 +37,19 @@ def rows_for(link: str, scheme: str, tput: float, delay: float, **extra) -> list
 def measured_files(tmp_path_factory) -> list[Path]:
     """Each scheme simulated over TRUE, the mean of seeds 1-4 (the fit simulates only 1 and 2,
     so even the true link does not score zero), one file each."""
+    from ccgym.analysis.metrics import loss_rate
+    from ccgym.emulators import _core
+
     folder = tmp_path_factory.mktemp("measured")
     placeholders = [cal.Measured(s, 1.0, 1.0, DURATION_S, 1) for s in SCHEMES]
     files = []
     for fit in cal.emulate(TRUE, placeholders, sim_runs=4):
+        # The loss a run measures, as `ccgym run` reports it (one seed is enough for a bound).
+        sim = _core.Simulator(TRUE.spec(), [(fit.scheme, 0.0, -1.0)], 1)
+        sim.run_until(DURATION_S * 1000.0)
         path = folder / f"{fit.scheme.replace(':', '_')}.json"
         path.write_text(json.dumps(rows_for(TRUE.spec(), fit.scheme, fit.emulated_throughput_mbps,
-                                            fit.emulated_delay_p95_ms)))
+                                            fit.emulated_delay_p95_ms, loss=loss_rate(sim.log()))))
         files.append(path)
     return files
 
@@ -62,7 +68,7 @@ def test_fit_recovers_a_known_link(measured_files, tmp_path, capsys):
     assert set(result["error_by_delivery"]) == set(cal.DELIVERIES)
     # The fit is much closer than a naive guess: the first candidate of each search.
     measured = cal.read_measurements(measured_files).schemes
-    guess = cal.SearchSpace.around(measured).first_guess(measured)
+    guess = cal.SearchSpace.around(measured).guess
     naive = cal.LinkParams(guess["rate_mbps"], guess["delay_ms"], guess["queue_packets"],
                            guess["loss"], "constant")
     assert result["error"] <= cal.replication_error(cal.emulate(naive, measured))
