@@ -28,7 +28,7 @@ def is_number(value: Any) -> bool:
 
 
 def is_count(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0
 
 
 def at_least(low: float) -> dict[str, Any]:

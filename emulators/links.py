@@ -299,7 +299,7 @@ def _spec_value(key: str, value: Any, base: Path, where: str) -> str:
         expected = " or ".join(t.__name__ for t in types)
         raise UserError(f"{where}: {key} must be {expected}, got {value!r}")
     if key in TRACE_KEYS:
-        value = _resolve_trace(value, base, where, key)
+        value = _resolve_trace(str(value), base, where, key)
     text = _format_value(value)
     if "," in text:
         raise UserError(f"{where}: {key}: a comma cannot appear in a spec value: {text!r}")

@@ -229,7 +229,8 @@ def stepped_schedule(ideal: TraceIdealWindow, duration_ms: float) -> Callable[[f
 
 # ---------------------------------------------------------------- the search
 
-def grid_search(score_many: Callable[[list[float]], list[float]], first_grid: Sequence[float],
+def grid_search(score_many: Callable[[list[float]], list[float]],
+                first_grid: Sequence[float] | np.ndarray,
                 snap: Callable[[np.ndarray], np.ndarray], bounds: tuple[float, float],
                 rounds: int = SEARCH_ROUNDS, exact: Sequence[float] = ()) -> tuple[float, float]:
     """Maximizes a score over a positive parameter: a grid, then finer log grids between

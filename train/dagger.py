@@ -209,7 +209,7 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
                  grad_clip: float, rng: np.random.Generator,
                  weights: torch.Tensor | None = None,
-                 on_epoch: Callable[[float], None] | None = None) -> float:
+                 on_epoch: Callable[[float], object] | None = None) -> float:
     """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
     label."""
     loss_fn = nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
@@ -529,7 +529,7 @@ def _aggregate(run: _Run, state: DaggerState, figures: _Figures,
 
 
 def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
-           on_epoch: Callable[[float], None]) -> None:
+           on_epoch: Callable[[float], object]) -> None:
     """Retrains the policy on the whole dataset; measures held-out agreement."""
     d = config.dagger
     set_learning_rate(state.optimizer, figures.learning_rate)
