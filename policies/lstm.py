@@ -12,6 +12,7 @@ Two ways in:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,9 @@ def load_torch_file(path: str | os.PathLike, what: str) -> object:
     if path.is_file() and path.stat().st_size == 0:
         raise ValueError(f"{path}: empty file, not a ccgym {what}")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a damaged file's pickle protocol warning: not for users
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise  # the file could not be opened: the caller names the problem
     except Exception:  # noqa: BLE001 - pickle, zip and torch each raise their own (OSError too)

@@ -17,6 +17,9 @@ echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 build_tests build/sanitize -DCMAKE_BUILD_TYPE=Debug -DCCGYM_SANITIZE=ON
 ctest --test-dir build/sanitize --output-on-failure -j "$jobs"
 
+echo "== fuzzing the parsers (libFuzzer, ASan+UBSan; longer runs: benchmarks/bench_reliability.py)"
+scripts/fuzz.sh 10
+
 echo "== ruff (lint and complexity, pyproject.toml's [tool.ruff])"
 .venv/bin/ruff check .
 

@@ -15,6 +15,9 @@
 namespace ccgym {
 namespace {
 
+// Paths in messages are escaped (printable) and cut at this length.
+constexpr std::size_t kMaxPath = 400;
+
 // Bits in one opportunity, over 1000: dividing by a rate in Mbit/s gives ms.
 constexpr double kOpportunityKbit = kOpportunityBytes * 8 / 1000.0;
 
@@ -24,7 +27,8 @@ std::string base_name(const std::string& path) {
 }
 
 [[noreturn]] void fail_at(const std::string& name, std::size_t line, const std::string& what) {
-  throw std::invalid_argument(name + ":" + std::to_string(line) + ": " + what);
+  throw std::invalid_argument(printable(name, kMaxPath) + ":" + std::to_string(line) + ": " +
+                              what);
 }
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -108,18 +112,19 @@ Trace parse_trace(const std::string& text, const std::string& name) {
 Trace load_trace(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw std::invalid_argument(path + ": is a directory, not a trace file");
+    throw std::invalid_argument(printable(path, kMaxPath) + ": is a directory, not a trace file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw std::invalid_argument(path + ": cannot open trace file (" + std::strerror(errno) + ")");
+    throw std::invalid_argument(printable(path, kMaxPath) + ": cannot open trace file (" +
+                                std::strerror(errno) + ")");
   }
   std::string text;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<std::size_t>(in.gcount()));
   }
-  if (in.bad()) throw std::invalid_argument(path + ": read error");
+  if (in.bad()) throw std::invalid_argument(printable(path, kMaxPath) + ": read error");
   return parse_trace(text, path);
 }
 

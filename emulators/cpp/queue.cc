@@ -13,6 +13,8 @@ namespace ccgym {
 namespace {
 
 constexpr uint64_t kMaxQueuePackets = 1'000'000;
+// Errors quote the user's text escaped and at most this long.
+constexpr std::size_t kMaxQuoted = 200;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -48,7 +50,8 @@ class QueueArgs {
   bool has(const std::string& key) const { return find(key) != nullptr; }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument("queue '" + spec_ + "': " + what);
+    throw std::invalid_argument("queue '" + printable(spec_, kMaxQuoted) + "': " +
+                                printable(what, kMaxQuoted));
   }
 
   std::string valid_list() const {
@@ -317,7 +320,8 @@ std::unique_ptr<Queue> make_queue(const std::string& spec, uint64_t seed) {
     const double interval = args.real("interval_ms", 0, kInf, true, 100.0);
     return std::make_unique<CoDelQueue>(target, interval);
   }
-  throw std::invalid_argument("queue '" + spec + "': unknown discipline '" + name +
+  throw std::invalid_argument("queue '" + printable(spec, kMaxQuoted) + "': unknown discipline '" +
+                              printable(name, kMaxQuoted) +
                               "' (valid: infinite, droptail, red, codel)");
 }
 

@@ -21,6 +21,7 @@ const std::vector<std::string> kDeliveries = {"constant", "poisson", "trace", "b
 constexpr const char* kAck = "ack_";
 // Errors quote at most this much of a spec (a fuzzer's or a pasted file's may be long).
 constexpr std::size_t kMaxQuoted = 200;
+constexpr std::size_t kMaxMessage = 1000;
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
@@ -39,7 +40,8 @@ std::string trim(const std::string& s) {
 struct Failer {
   std::string context;
   [[noreturn]] void operator()(const std::string& what) const {
-    throw std::invalid_argument(context + what);
+    // Keys and values are the user's text: escaped, so that no byte of it garbles the message.
+    throw std::invalid_argument(context + printable(what, kMaxMessage));
   }
 };
 
