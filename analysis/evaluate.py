@@ -9,7 +9,7 @@ the policy's inference is batched.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -222,11 +222,3 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
                 all_runs.extend(scheme_runs)
                 bar.update()
     return rows, all_runs
-
-
-def iter_groups(rows: Sequence[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Rows grouped by link, in first-seen order."""
-    order: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        order.setdefault(row["link"], []).append(row)
-    yield from order.items()
