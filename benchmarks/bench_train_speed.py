@@ -1,0 +1,112 @@
+"""Rollout speed of the two trainers on the same links and cores: DAgger's Ray tasks against
+PPO's RLlib env runners.
+
+Both roll out the packaged quick config's training links (10 s episodes) with `--workers` Ray
+workers of one CPU each and `--num-envs` episodes per worker and round, the LSTM policy choosing
+every action (DAgger after its first iteration, when beta is about 0; PPO always, sampling).
+env_steps_per_s is environment steps over the wall time of a round, after one warm-up round
+(Ray actors start, simulators and oracle windows are built). For PPO the learner's update on
+the round's episodes is timed too (RLlib's GAE, minibatches and epochs, in this process), and
+the whole iteration's rate (sampling + learning), which is what TensorBoard's charts/SPS does
+not count (it is the sampling rate, as DAgger's). Prints one JSON object.
+
+    .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import time
+
+import numpy as np
+import torch
+
+from ccgym.policies.lstm import LstmPolicy
+from ccgym.train import dagger, ppo
+from ccgym.train.config import load_packaged_config, resolve_train_links, with_overrides
+from ccgym.train.pool import RolloutPool
+
+# A late DAgger iteration: beta = beta0 * decay^(k-1) is about 0, so the policy acts.
+DAGGER_ITERATION = 20
+
+
+def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    policy = LstmPolicy(config.model.hidden_size)
+    rates = []
+    with RolloutPool(config.run.workers) as pool:
+        for k in range(rounds + 1):
+            tasks = dagger.make_tasks(config, specs, DAGGER_ITERATION + k, policy)
+            started = time.perf_counter()
+            results = pool.run(dagger.run_rollout, tasks)
+            seconds = time.perf_counter() - started
+            if k > 0:  # round 0 warms up
+                rates.append(sum(r.env_steps for r in results) / seconds)
+    return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates}
+
+
+def bench_ppo(config, specs: list[str], rounds: int) -> dict[str, float]:
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    sample_rates, iteration_rates, learn_s = [], [], []
+    with RolloutPool(config.run.workers):
+        algo = ppo.algorithm_config(config, specs).build_algo()
+        try:
+            total = 0
+            for k in range(rounds + 1):
+                started = time.perf_counter()
+                results = algo.env_runner_group.foreach_env_runner(
+                    functools.partial(ppo.sample_episodes, seed=config.run.seed, iteration=k + 1),
+                    local_env_runner=False)
+                sampled = time.perf_counter()
+                episodes = [e for r in results for e in r[0]]
+                steps = sum(r[1] for r in results)
+                total += steps
+                algo.learner_group.update(
+                    episodes=episodes, timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: total},
+                    num_epochs=config.ppo.num_epochs, minibatch_size=config.ppo.minibatch_size)
+                algo.env_runner_group.sync_weights(
+                    from_worker_or_learner_group=algo.learner_group, inference_only=True,
+                    timeout_seconds=None)
+                done = time.perf_counter()
+                if k > 0:
+                    sample_rates.append(steps / (sampled - started))
+                    iteration_rates.append(steps / (done - started))
+                    learn_s.append(done - sampled)
+        finally:
+            algo.stop()
+    return {"env_steps_per_s": float(np.mean(sample_rates)), "rounds": sample_rates,
+            "learner_update_s": float(np.mean(learn_s)),
+            "iteration_env_steps_per_s": float(np.mean(iteration_rates))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="Ray workers (default 2)")
+    parser.add_argument("--num-envs", type=int, default=16,
+                        help="episodes per worker and round (default 16)")
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
+    args = parser.parse_args()
+    if args.workers < 1 or args.num_envs < 1 or args.rounds < 1:
+        parser.error("--workers, --num-envs and --rounds must be at least 1")
+    torch.set_num_threads(1)
+    n = args.num_envs
+    config = with_overrides(load_packaged_config("quick"), **{
+        "run.workers": args.workers, "dagger.num_envs": n,
+        "dagger.rollouts_per_iteration": n * args.workers, "algorithm.name": "ppo",
+        "ppo.num_envs": n, "ppo.minibatch_size": 4096})
+    specs = [link.spec for link in resolve_train_links(config)[0]]
+    out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+           "workers": args.workers, "num_envs": n, "episode_ms": config.ppo.episode_ms,
+           "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
+           "ppo": bench_ppo(config, specs, args.rounds)}
+    out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
