@@ -88,12 +88,30 @@ def link_duration_ms(link: Link, duration_s: float | None) -> float:
     return default_duration_ms(link.spec)
 
 
+# A run shorter than this many minimum RTTs measures its own start, not the link: a 3 ms trace
+# on a 20 ms link reported an end-to-end delay below the propagation delay.
+MIN_RUN_RTTS = 2
+
+
+def check_run_length(link: Link, duration_ms: float, what: str = "--duration-s") -> None:
+    """UserError when a run on this link would be too short to measure anything."""
+    from ccgym.emulators import _core
+
+    min_rtt_ms = 2 * _core.parse_link_spec(link.spec).delay_ms
+    if duration_ms < MIN_RUN_RTTS * min_rtt_ms:
+        raise UserError(f"link {link.name}: a run of {duration_ms / 1000:g} s is shorter than "
+                        f"{MIN_RUN_RTTS} minimum RTTs ({MIN_RUN_RTTS * min_rtt_ms / 1000:g} s): "
+                        f"nothing in it could be measured; give a longer {what}"
+                        + (" (a trace runs once by default)" if what == "--duration-s" else ""))
+
+
 def check_flow_starts(links: Sequence[Link], durations_ms: Sequence[float], flows: int,
                       interval_s: float) -> None:
-    """Every flow must start before its run ends: a flow that never starts would be dropped
-    from the table without a word."""
+    """Every run must be long enough to measure (check_run_length), and every flow must start
+    before it ends: a flow that never starts would be dropped from the table without a word."""
     last_start_ms = (flows - 1) * interval_s * 1000.0
     for link, duration_ms in zip(links, durations_ms):
+        check_run_length(link, duration_ms)
         if last_start_ms >= duration_ms:
             raise UserError(f"--flows {flows} --interval-s {interval_s:g}: the last flow would "
                             f"start at {last_start_ms / 1000:g} s, but the run on link {link.name} "

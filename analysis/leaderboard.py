@@ -44,7 +44,15 @@ def _score_cell(row: Row) -> str:
     text = _fixed(2)(row.get("score"))
     std = _number(row.get("score_std"))
     single = row.get("runs") is not None and int(row["runs"]) <= 1
-    return text if std is None or single or text == MISSING else f"{text} ± {std:.2f}"
+    if std is None or single or text == MISSING:
+        return text
+    # A marker, not "± 0.00": the note under the table says why the runs agree.
+    return f"{text} {SAME_RUNS_MARK}" if _same_runs(row) else f"{text} ± {std:.2f}"
+
+
+def _same_runs(row: Row) -> bool:
+    return (row.get("runs") is not None and int(row["runs"]) > 1
+            and _number(row.get("score_std")) == 0)
 
 
 def _key_cell(key: str, digits: int, scale: float = 1.0) -> Callable[[Row], str]:
@@ -62,6 +70,7 @@ COLUMNS: list[tuple[str, str, Callable[[Row], str]]] = [
     ("loss %", "loss", _key_cell("loss", 2, PERCENT)),
 ]
 SCHEME_HEADER = "scheme"
+SAME_RUNS_MARK = "(=)"
 
 
 def _scheme_cell(row: Row) -> str:
@@ -78,8 +87,20 @@ def _flow_cells(flow: Row) -> list[str]:
     """A flow's sub-row: its share in the scheme column; blank where a flow has no value."""
     share = _number(flow.get("share"))
     share_text = MISSING if share is None else f"{share * PERCENT:.1f}%"
-    label = f"{FLOW_INDENT}flow {flow['flow']} ({share_text} of throughput)"
+    label = f"{FLOW_INDENT}flow {flow['flow']} ({share_text} of bytes)"
     return [label] + [cell(flow) if key in flow else "" for _, key, cell in COLUMNS]
+
+
+def _notes(rows: Sequence[Row]) -> list[str]:
+    """What a reader could misread in a link's table, said under it."""
+    notes = []
+    if any(len(r.get("flows") or []) > 1 for r in rows):
+        notes.append("flow rows: Mbit/s and delays over each flow's own time (from its first "
+                     "send); the share is of the bytes delivered in the run")
+    if any(_same_runs(r) for r in rows):
+        notes.append(f"{SAME_RUNS_MARK} every run gave the same score: nothing in this link and "
+                     "scheme is random, so more --runs repeat one run")
+    return notes
 
 
 def _sort_key(row: Row) -> tuple[bool, float]:
@@ -130,7 +151,8 @@ def format_leaderboard(rows: Sequence[Row]) -> str:
         table = [header] + lines
         rendered = _render(table, widths)
         rule = "-" * max(len(line) for line in rendered)
-        blocks.append("\n".join([f"link: {link}", rendered[0], rule] + rendered[1:]))
+        blocks.append("\n".join([f"link: {link}", rendered[0], rule] + rendered[1:]
+                                + _notes(links[link])))
     summary = format_summary(rows)
     if summary:
         blocks.append(summary.rstrip("\n"))

@@ -138,7 +138,7 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.cli_eval import write_outputs
-    from ccgym.analysis.evaluate import Run, aggregate, run_scheme
+    from ccgym.analysis.evaluate import Run, aggregate, check_run_length, run_scheme
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import run_emulated, run_remote
@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
     else:
         link = link_from_spec(args.link)
+        check_run_length(link, args.duration_s * 1000.0)
     if args.against or args.scheme.startswith("kernel:"):
         from ccgym.deploy.cli_shell import run_through_shell
 

@@ -53,6 +53,14 @@ def test_runs_and_score_spread():
     assert "-3.00 ± 0.25" in text
 
 
+def test_identical_runs_are_marked_and_explained_not_shown_as_zero_spread():
+    text = format_leaderboard([row("l", "vegas", -2.0, runs=3, score_std=0.0),
+                               row("l", "bbr", -3.0, runs=3, score_std=0.25)])
+    assert "± 0.00" not in text
+    assert "-2.00 (=)" in text and "-3.00 ± 0.25" in text
+    assert "(=) every run gave the same score" in text
+
+
 def test_no_spread_shown_for_a_single_run():
     text = format_leaderboard([row("l", "bbr", -3.0, runs=1, score_std=0.0)])
     assert "bbr (1 run)" in text
@@ -70,9 +78,11 @@ def test_per_flow_sub_rows():
     lines = text.splitlines()
     parent = next(i for i, line in enumerate(lines) if line.startswith("cubic"))
     assert "Jain 0.800" in lines[parent]
-    assert "flow 0 (75.0% of throughput)" in lines[parent + 1]
-    assert "flow 1 (25.0% of throughput)" in lines[parent + 2]
+    assert "flow 0 (75.0% of bytes)" in lines[parent + 1]
+    assert "flow 1 (25.0% of bytes)" in lines[parent + 2]
     assert "-4.55" in lines[parent + 2]
+    assert "flow rows: Mbit/s and delays over each flow's own time" in text
+    assert "share is of the bytes" in text
 
 
 def test_columns_line_up_across_links():

@@ -11,11 +11,6 @@ import pytest
 from ccgym.cli import main
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path_factory.getbasetemp() / "ccgym-cache"))
-
-
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     """A folder of bad files, and one of everything else the cases point at."""
@@ -94,6 +89,10 @@ CASES = {
     "eval flow after the end": ([*EVAL, "--flows", "2", "--interval-s", "5"],
                                 "the last flow would start at 5 s"),
     "eval zero flows": ([*EVAL, "--flows", "0"], "--flows"),
+    "eval run shorter than the link's RTTs": (["eval", "--link", "trace={d}/short.trace,delay_ms=20"],
+                                              "shorter than 2 minimum RTTs"),
+    "run shorter than the link's RTTs": (["run", "--link", "rate_mbps=12,delay_ms=500", "--scheme",
+                                          "cubic", "--duration-s", "1"], "shorter than 2"),
     # Real runs.
     "run corrupt onnx": (["run", "--link", LINK, "--scheme", "lstm:{d}/garbage.onnx"],
                          "not a readable ONNX model"),
