@@ -11,20 +11,24 @@ import pytest
 from ccgym.cli import main
 
 
+def make_bad_files(folder: Path) -> Path:
+    """A folder of bad files, and one of everything else the cases point at."""
+    (folder / "empty.pt").write_bytes(b"")
+    (folder / "garbage.pt").write_bytes(bytes(range(256)) * 4)
+    (folder / "text.pt").write_text("hello\n")
+    (folder / "garbage.onnx").write_bytes(bytes(range(256)) * 4)
+    (folder / "binary.toml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01")
+    (folder / "empty.toml").write_text("")
+    (folder / "binary.trace").write_bytes(b"0\n1\n\x01\x00\xff\n")
+    (folder / "short.trace").write_text("0\n1\n2\n3\n")
+    (folder / "a-file").write_text("in the way\n")
+    (folder / "a-folder").mkdir()
+    return folder
+
+
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
-    """A folder of bad files, and one of everything else the cases point at."""
-    (tmp_path / "empty.pt").write_bytes(b"")
-    (tmp_path / "garbage.pt").write_bytes(bytes(range(256)) * 4)
-    (tmp_path / "text.pt").write_text("hello\n")
-    (tmp_path / "garbage.onnx").write_bytes(bytes(range(256)) * 4)
-    (tmp_path / "binary.toml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01")
-    (tmp_path / "empty.toml").write_text("")
-    (tmp_path / "binary.trace").write_bytes(b"0\n1\n\x01\x00\xff\n")
-    (tmp_path / "short.trace").write_text("0\n1\n2\n3\n")
-    (tmp_path / "a-file").write_text("in the way\n")
-    (tmp_path / "a-folder").mkdir()
-    return tmp_path
+    return make_bad_files(tmp_path)
 
 
 LINK = "rate_mbps=12,delay_ms=20"
@@ -102,6 +106,23 @@ CASES = {
     "receive bind a name": (["receive", "--port", "9", "--bind", "no-such-host.invalid"],
                             "no-such-host.invalid"),
 }
+
+
+# The classes benchmarks/bench_reliability.py counts by: the first whose words a case's name has.
+CLASSES = (("policy files", ("policy", "onnx")), ("TOML files", ("config", "link set")),
+           ("seeds", ("seed",)), ("output paths", ("json", "plots", "logs", "out ", "output",
+                                                   "log in")),
+           ("link specs, traces, durations", ("rate", "delay", "queue", "duration", "trace",
+                                              "RTT")),
+           ("schemes and flows", ("scheme", "flow")), ("addresses", ("remote", "bind")))
+
+
+def input_class(name: str) -> str:
+    return next(cls for cls, words in CLASSES if any(word in name for word in words))
+
+
+def test_every_case_has_a_class() -> None:
+    assert {input_class(name) for name in CASES} == {cls for cls, _ in CLASSES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
