@@ -100,6 +100,9 @@ CASES = {
     # Real runs.
     "run corrupt onnx": (["run", "--link", LINK, "--scheme", "lstm:{d}/garbage.onnx"],
                          "not a readable ONNX model"),
+    "run corrupt policy with new logs": (["run", "--link", LINK, "--scheme",
+                                          "lstm:{d}/garbage.pt", "--logs", "{d}/new-logs"],
+                                         "not a readable ccgym policy"),
     "run unresolvable remote": (["run", "--remote", "no-such-host.invalid:9000", "--scheme",
                                  "cubic"], "no-such-host.invalid"),
     "receive bind elsewhere": (["receive", "--port", "9", "--bind", "192.0.2.1"], "192.0.2.1"),
