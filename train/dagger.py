@@ -39,7 +39,7 @@ from ccgym.train.config import TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
 from ccgym.train.run_folder import RunFolder
-from ccgym.train.session import open_session
+from ccgym.train.session import open_session, start_state
 from ccgym.train.validation import summarize_rows, validate_policy
 
 if TYPE_CHECKING:
@@ -419,8 +419,9 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     folder = RunFolder(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.run.torch_threads)
-    state = _start_state(config, folder, resume, extend, say)
-    if state.early_stopping.stopped and state.iteration < config.run.iterations:
+    state = start_state(config, folder, resume, extend, say, new=lambda: new_state(config),
+                        load=lambda path: load_checkpoint(path, config))
+    if state.early_stopping.stopped:
         return state
 
     with (open_session(config, folder, state, say) as session, sigterm_as_interrupt(),
@@ -429,25 +430,6 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
                    session.writer, progress, say)
         while state.iteration < config.run.iterations and not state.early_stopping.stopped:
             _iteration(run, state)
-    return state
-
-
-def _start_state(config: TrainConfig, folder: RunFolder, resume: bool, extend: bool,
-                 say: Callable[[str], None]) -> DaggerState:
-    if not (resume and folder.checkpoint.is_file()):
-        return new_state(config)
-    state = load_checkpoint(folder.checkpoint, config)
-    if state.iteration >= config.run.iterations:
-        raise UserError(f"--resume {folder.path}: the run has finished its {state.iteration} "
-                        f"iterations; give --iterations N (more than {state.iteration}) to "
-                        "train it further")
-    say(f"resuming {folder.path} after iteration {state.iteration}")
-    if state.early_stopping.stopped and state.iteration < config.run.iterations:
-        if extend:
-            state.early_stopping.restart()
-        else:
-            say(f"the run had stopped early (no improvement for {config.dagger.patience} "
-                "iterations); give --iterations to continue it")
     return state
 
 

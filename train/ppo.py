@@ -37,12 +37,12 @@ import torch
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
-from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
+from ccgym.train.config import TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
-from ccgym.train.run_folder import RunFolder, hyperparameter_table, resolve_policy_path
-from ccgym.train.validation import (check_config, reference_scores, summarize_rows,
-                                    validate_policy)
+from ccgym.train.run_folder import RunFolder, resolve_policy_path
+from ccgym.train.session import open_session, start_state
+from ccgym.train.validation import summarize_rows, validate_policy
 
 CHECKPOINT_FORMAT = "ccgym-ppo-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -259,54 +259,23 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     folder = RunFolder(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(config.run.torch_threads)
-    state = _start_state(config, folder, resume, extend, say)
-    if state.early_stopping.stopped and state.iteration < config.run.iterations:
+    state = start_state(config, folder, resume, extend, say,
+                        new=lambda: PpoState(0, _early_stopping(config)),
+                        load=lambda path: load_checkpoint(path, config))
+    if state.early_stopping.stopped:
         return state
-
-    check_config(config)
-    train_links, train_note = resolve_train_links(config)
-    validation_links, note = resolve_validation_links(config)
-    for text in (train_note, note):
-        if text:
-            say(text)
-    writer = folder.events_writer(purge_step=state.iteration + 1)
-    try:
-        if state.iteration == 0:
-            table = hyperparameter_table(config)
-            writer.add_text("hyperparameters", table, 0)
-            say("hyperparameters:\n" + table)
-            say(f"{len(train_links)} training links, {len(validation_links)} validation links")
-            state.reference = reference_scores(config, validation_links, say)
-        # RLlib needs Ray even when the env runner is this process: one CPU for the driver.
-        with sigterm_as_interrupt(), RolloutPool(max(config.run.workers, 1),
-                                                 config.run.ray_address):
-            algo = algorithm_config(config, [link.spec for link in train_links]).build_algo()
-            try:
-                _restore(algo, state)
-                run = _Run(config, folder, algo, validation_links, writer, progress, say)
-                while (state.iteration < config.run.iterations
-                       and not state.early_stopping.stopped):
-                    _iteration(run, state)
-            finally:
-                algo.stop()
-        writer.flush()
-    finally:
-        writer.close()
-    return state
-
-
-def _start_state(config: TrainConfig, folder: RunFolder, resume: bool, extend: bool,
-                 say: Callable[[str], None]) -> PpoState:
-    if not (resume and folder.checkpoint.is_file()):
-        return PpoState(0, _early_stopping(config))
-    state = load_checkpoint(folder.checkpoint, config)
-    say(f"resuming {folder.path} after iteration {state.iteration}")
-    if state.early_stopping.stopped and state.iteration < config.run.iterations:
-        if extend:
-            state.early_stopping.restart()
-        else:
-            say(f"the run had stopped early (no improvement for {config.ppo.patience} "
-                "iterations); give --iterations to continue it")
+    # RLlib needs Ray even when the env runner is this process: one CPU for the driver.
+    with (open_session(config, folder, state, say) as session, sigterm_as_interrupt(),
+          RolloutPool(max(config.run.workers, 1), config.run.ray_address)):
+        algo = algorithm_config(config, session.train_specs).build_algo()
+        try:
+            _restore(algo, state)
+            run = _Run(config, folder, algo, session.validation_links, session.writer,
+                       progress, say)
+            while state.iteration < config.run.iterations and not state.early_stopping.stopped:
+                _iteration(run, state)
+        finally:
+            algo.stop()
     return state
 
 

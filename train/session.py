@@ -1,12 +1,15 @@
-"""What every trainer does around its iterations: resolve the links, open the run folder's
-TensorBoard events, log the hyperparameters and the reference lines once, close at the end.
+"""What every trainer does around its iterations: start or resume its state, resolve the links,
+open the run folder's TensorBoard events, log the hyperparameters and the reference lines once,
+close at the end.
 
+    state = start_state(config, folder, resume, extend, say, new=..., load=...)
     with open_session(config, folder, state, say) as session:
         while state.iteration < config.run.iterations and not state.early_stopping.stopped:
             ... session.train_specs, session.validation_links, session.writer ...
 
 `state` is the trainer's own (DaggerState, PpoState): it needs `iteration` (the last finished
-one) and `reference` (filled here on a new run, carried by the checkpoint after).
+one), `early_stopping` (train.early_stopping) and `reference` (filled here on a new run, carried
+by the checkpoint after).
 """
 
 from __future__ import annotations
@@ -14,11 +17,39 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
+from ccgym.errors import UserError
 from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
 from ccgym.train.run_folder import RunFolder, hyperparameter_table
 from ccgym.train.validation import check_config, reference_scores
+
+
+State = TypeVar("State")
+
+
+def start_state(config: TrainConfig, folder: RunFolder, resume: bool, extend: bool,
+                say: Callable[[str], None], new: Callable[[], State],
+                load: Callable[[Path], State]) -> State:
+    """A new state, or with resume the one in the folder's checkpoint (if any). A resumed run
+    that had stopped early continues only with extend (a new --iterations); its patience
+    starts over."""
+    if not (resume and folder.checkpoint.is_file()):
+        return new()
+    state: Any = load(folder.checkpoint)
+    if state.iteration >= config.run.iterations:
+        raise UserError(f"--resume {folder.path}: the run has finished its {state.iteration} "
+                        f"iterations; give --iterations N (more than {state.iteration}) to "
+                        "train it further")
+    say(f"resuming {folder.path} after iteration {state.iteration}")
+    if state.early_stopping.stopped:
+        if extend:
+            state.early_stopping.restart()
+        else:
+            say(f"the run had stopped early (no improvement for "
+                f"{state.early_stopping.patience} iterations); give --iterations to continue it")
+    return state
 
 
 @dataclass
