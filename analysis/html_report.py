@@ -113,13 +113,15 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
 
 
 def _read_folder(path: Path, inputs: Inputs) -> None:
-    if (path / "config.toml").is_file():
+    from ccgym.train.run_folder import CONFIG_FILE, RunFolder
+
+    if RunFolder(path).config.is_file():
         inputs.runs.append(read_training_run(path))
     elif list(path.glob("*.png")):
         inputs.plots.append(PlotsFolder(path, sorted(path.glob("*.png"))))
     else:
         raise UserError(f"{path}: a folder, but neither a training run folder "
-                        f"(config.toml) nor a plots folder (*.png)")
+                        f"({CONFIG_FILE}) nor a plots folder (*.png)")
 
 
 def _read_json(path: Path) -> Any:
@@ -137,8 +139,10 @@ def _read_json(path: Path) -> Any:
 def read_training_run(path: Path) -> TrainingRun:
     """A run folder's config (as TOML data), its TensorBoard scalars and final leaderboard."""
     from ccgym.files import read_toml
+    from ccgym.train.run_folder import RunFolder
 
-    config = read_toml(path / "config.toml", "training config")
+    folder = RunFolder(path)
+    config = read_toml(folder.config, "training config")
     scalars: dict[str, tuple[list[int], list[float]]] = {}
     if list(path.glob("events.out.tfevents.*")):
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -152,7 +156,7 @@ def read_training_run(path: Path) -> TrainingRun:
         for tag in events.Tags().get("scalars", []):
             points = events.Scalars(tag)
             scalars[tag] = ([p.step for p in points], [p.value for p in points])
-    board = path / "leaderboard.txt"
+    board = folder.leaderboard
     return TrainingRun(path, config, scalars, board.read_text() if board.is_file() else None)
 
 
