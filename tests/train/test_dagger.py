@@ -57,7 +57,7 @@ def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -
     steps = int(config.dagger.episode_ms / 10)
     assert result.obs.shape[:2] == result.labels.shape == (4, steps)
     assert (result.lengths == steps).all() and result.env_steps == 4 * steps
-    assert ((result.labels >= 0) & (result.labels < 5)).all()
+    assert ((result.labels >= 0) & (result.labels < _core.NUM_ACTIONS)).all()
     # At beta = 1 with no exploration noise, the executed action (the previous-action
     # one-hot of step t+1) is the label of step t.
     tasks[0].exploration = 0.0
