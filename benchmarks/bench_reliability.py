@@ -1,0 +1,282 @@
+"""Reliability: bad input, fuzzing, and processes killed at random moments.
+
+1. Bad inputs: every case of tests/ccgym/test_bad_inputs.py (what a new user tried), per
+   class: how many ended in a clean error (exit status 2, one line, no traceback). Goal: all.
+2. Fuzzing: scripts/fuzz.sh for --fuzz-seconds per libFuzzer harness (trace loader, link spec
+   and queue spec parsers, wire decoders): executions and crashes. Goal: 0 crashes.
+3. `ccgym train` killed with SIGKILL at a random moment, then `--resume`d to the end, --kills
+   times: iterations that had finished (announced, so checkpointed) but were lost, and whether
+   the final weights equal an uninterrupted run's. Goal: 0 lost, all equal.
+4. `ccgym run` killed with SIGKILL at a random moment, --kills times: endpoint processes still
+   alive and UDP ports still bound 10 s later. Goal: 0 and 0.
+
+Prints one JSON object (progress on stderr). Takes about 4 x --fuzz-seconds plus a minute per
+kill on 2 cores.
+
+  python benchmarks/bench_reliability.py [--kills 20] [--fuzz-seconds 60] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "ccgym.cli"]
+TRAIN_DOC = {
+    "run": {"name": "kill", "seed": 3, "workers": 0, "iterations": 4},
+    "links": {"train": ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"],
+              "validation": ["name=held-out,rate_mbps=18,delay_ms=15"]},
+    "model": {"hidden_size": 8},
+    "dagger": {"rollouts_per_iteration": 4, "num_envs": 4, "episode_ms": 2000.0, "epochs": 2,
+               "batch_size": 4, "holdout_fraction": 0.25},
+    "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
+}
+FUZZ_LINE = re.compile(r"fuzz: (\S+): (\d+) runs in (\S+) s, (\d+) crashes")
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- 1. bad inputs
+
+def bad_inputs() -> dict[str, dict[str, int]]:
+    from ccgym.cli import main
+
+    path = REPO / "tests" / "ccgym" / "test_bad_inputs.py"
+    spec = importlib.util.spec_from_file_location("bad_inputs", path)
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    counts: dict[str, dict[str, int]] = {}
+    for name, (argv, _) in sorted(cases.CASES.items()):
+        with tempfile.TemporaryDirectory() as folder:
+            files = cases.make_bad_files(Path(folder))
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                status = main([arg.replace("{d}", str(files)) for arg in argv])
+        lines = err.getvalue().strip().splitlines()
+        clean = status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
+        entry = counts.setdefault(cases.input_class(name), {"tried": 0, "clean": 0})
+        entry["tried"] += 1
+        entry["clean"] += int(clean)
+        if not clean:
+            say(f"bad input {name!r}: status {status}: {err.getvalue()[-300:]}")
+    return counts
+
+
+# ---------------------------------------------------------------- 2. fuzzing
+
+def fuzz(seconds: int) -> dict[str, dict[str, float]]:
+    result = subprocess.run([str(REPO / "scripts" / "fuzz.sh"), str(seconds)],
+                            capture_output=True, text=True)
+    out: dict[str, dict[str, float]] = {}
+    for line in result.stdout.splitlines():
+        if match := FUZZ_LINE.match(line):
+            out[match[1]] = {"runs": int(match[2]), "seconds": float(match[3]),
+                             "crashes": int(match[4])}
+        elif "crashed" in line:
+            out[line.split(":")[1].strip()] = {"runs": None, "crashes": 1}
+    if result.returncode != 0 and not out:
+        raise SystemExit(f"scripts/fuzz.sh failed: {result.stderr[-2000:]}")
+    return out
+
+
+# ---------------------------------------------------------------- 3. train killed
+
+def _weights(run_dir: Path) -> dict:
+    from ccgym.train.config import load_config
+    from ccgym.train.dagger import load_checkpoint
+
+    state = load_checkpoint(run_dir / "checkpoint.pt", load_config(run_dir / "config.toml"))
+    return {"iteration": state.iteration, "weights": state.policy.state_dict()}
+
+
+def _train(args: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "train", *args, "--no-progress", "--no-leaderboard"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+
+
+def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
+    import torch
+
+    from ccgym.train.config import parse_config, to_toml
+
+    config = work / "kill.toml"
+    config.write_text(to_toml(parse_config(TRAIN_DOC)))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    start = time.monotonic()
+    reference = _train([str(config), "--out", str(work / "reference")], env)
+    reference.communicate()
+    whole_s = time.monotonic() - start
+    [reference_dir] = (work / "reference").iterdir()
+    expected = _weights(reference_dir)
+    lost, equal, killed_with_checkpoint = 0, 0, 0
+    for i in range(kills):
+        out = work / f"kill-{i}"
+        process = _train([str(config), "--out", str(out)], env)
+        announced: list[int] = []
+
+        def read(stream=process.stdout, found=announced) -> None:
+            for line in stream:
+                if match := re.match(r"iteration (\d+):", line):
+                    found.append(int(match[1]))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        time.sleep(rng.uniform(0.2, 0.9 * whole_s))  # before the run would end by itself
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        reader.join(timeout=5)
+        run_dirs = sorted(out.iterdir()) if out.exists() else []
+        if not run_dirs or not (run_dirs[0] / "config.toml").exists():
+            # Killed before the run folder held its config: a user starts the run again.
+            shutil.rmtree(out, ignore_errors=True)
+            _train([str(config), "--out", str(out)], env).communicate()
+            run_dirs, done = sorted(out.iterdir()), 0
+        else:
+            checkpoint = run_dirs[0] / "checkpoint.pt"
+            done = _weights(run_dirs[0])["iteration"] if checkpoint.exists() else 0
+            if done < TRAIN_DOC["run"]["iterations"]:
+                _train(["--resume", str(run_dirs[0])], env).communicate()
+        run_dir = run_dirs[0]
+        killed_with_checkpoint += int(done > 0)
+        lost += max(0, max(announced, default=0) - done)
+        final = _weights(run_dir)
+        same = final["iteration"] == expected["iteration"] and all(
+            torch.equal(a, b) for a, b in zip(final["weights"].values(),
+                                              expected["weights"].values()))
+        equal += int(same)
+        say(f"train kill {i + 1}/{kills}: killed after iteration {done} "
+            f"(announced {max(announced, default=0)}), resumed weights "
+            f"{'equal' if same else 'DIFFER'}")
+    return {"kills": kills, "uninterrupted_run_s": round(whole_s, 1),
+            "killed_after_a_checkpoint": killed_with_checkpoint, "iterations_lost": lost,
+            "resumed_equal_to_uninterrupted": equal}
+
+
+# ---------------------------------------------------------------- 4. run killed
+
+def _children(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                found.add(int(entry.name))
+                todo.append(int(entry.name))
+    return found
+
+
+def _udp_ports(pids: set[int]) -> set[int]:
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    ports = set()
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[9] in inodes:
+            ports.add(int(fields[1].split(":")[1], 16))
+    return ports
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def run_kills(kills: int, rng: random.Random) -> dict:
+    processes_left, ports_left, endpoints_seen = 0, 0, 0
+    for i in range(kills):
+        run = subprocess.Popen([*CLI, "run", "--link", "rate_mbps=12,delay_ms=20", "--scheme",
+                                "cubic", "--duration-s", "20", "--no-progress"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + rng.uniform(1.0, 12.0)
+        endpoints: set[int] = set()
+        ports: set[int] = set()
+        while time.monotonic() < deadline and run.poll() is None:
+            endpoints |= _children(run.pid)
+            ports |= _udp_ports(endpoints)
+            time.sleep(0.2)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        endpoints_seen += len(endpoints)
+        time.sleep(10)  # the endpoints' parent-death signal, then their exit
+        alive = [pid for pid in endpoints if _alive(pid)]
+        bound = [port for port in ports if not _port_free(port)]
+        processes_left += len(alive)
+        ports_left += len(bound)
+        for pid in alive:  # this benchmark's own leftovers: do not let them pile up
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        say(f"run kill {i + 1}/{kills}: {len(endpoints)} endpoints seen, {len(alive)} left, "
+            f"{len(bound)} of {len(ports)} ports still bound")
+    return {"kills": kills, "endpoints_seen": endpoints_seen, "processes_left": processes_left,
+            "ports_left": ports_left}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=20, help="kills of train and of run each")
+    parser.add_argument("--fuzz-seconds", type=int, default=60, help="per libFuzzer harness")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the kill moments")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["bad_inputs", "fuzz", "train_kills", "run_kills"])
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    result: dict = {}
+    with tempfile.TemporaryDirectory(prefix="ccgym-reliability-") as folder:
+        os.environ.setdefault("CCGYM_CACHE", str(Path(folder) / "cache"))
+        if "bad_inputs" not in args.skip:
+            say("bad inputs ...")
+            result["bad_inputs"] = bad_inputs()
+        if "fuzz" not in args.skip:
+            say(f"fuzzing, {args.fuzz_seconds} s per harness ...")
+            result["fuzz"] = fuzz(args.fuzz_seconds)
+        if "train_kills" not in args.skip:
+            result["train_kills"] = train_kills(args.kills, rng, Path(folder))
+        if "run_kills" not in args.skip:
+            result["run_kills"] = run_kills(args.kills, rng)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
