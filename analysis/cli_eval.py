@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_link_arguments(parser, "rate_mbps=12,delay_ms=20' or 'trace=FILE,delay_ms=20")
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
-                             f"oracle, lstm:runs/NAME (default: {DEFAULT_SCHEMES})")
+                             f"oracle, lstm:runs/NAME|FILE.pt|FILE.onnx (default: {DEFAULT_SCHEMES})")
     parser.add_argument("--runs", type=flags.count(1), default=1,
                         help="runs per scheme and link, seeds seed..seed+runs-1")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
