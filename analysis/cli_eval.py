@@ -13,12 +13,10 @@ links run 30 s. Examples:
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ccgym import flags
 from ccgym.emulators.links import add_link_arguments
 from ccgym.errors import UserError
-from ccgym.files import atomic_write_json
 
 DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
 # Flows sharing one bottleneck: beyond this a table of shares says little and a run is slow.
@@ -47,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import evaluate
+    from ccgym.analysis.evaluate import evaluate, write_outputs
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.emulators.links import resolve_links
 
@@ -75,16 +73,3 @@ def parse_schemes(text: str, flag: str = "--schemes") -> list[str]:
             raise UserError(f"{flag} {text!r}: {scheme} is given twice")
         seen.add(scheme)
     return schemes
-
-
-def write_outputs(rows: list, runs: list, json_path: str | None, plots_dir: str | None) -> None:
-    """--json OUT (the rows) and --plots DIR (the runs' plots), as `ccgym eval` and `ccgym run`
-    write them."""
-    if json_path:
-        atomic_write_json(json_path, rows)
-    if plots_dir:
-        from ccgym.analysis.plots import write_plots
-
-        written = write_plots(rows, runs, Path(plots_dir))
-        # One line, not one per file: over a link set they are hundreds; the index shows them.
-        print(f"wrote {len(written) - 1} plots into {plots_dir}: open {written[-1]}")

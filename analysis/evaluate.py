@@ -240,3 +240,21 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
                 all_runs.extend(scheme_runs)
                 bar.update()
     return rows, all_runs
+
+
+def write_outputs(rows: list[dict[str, Any]], runs: list[Run], json_path: str | None,
+                  plots_dir: str | None) -> None:
+    """--json OUT (the rows) and --plots DIR (the runs' plots), as `ccgym eval`, `ccgym run` and
+    `ccgym shell` write them."""
+    from pathlib import Path
+
+    from ccgym.files import atomic_write_json
+
+    if json_path:
+        atomic_write_json(json_path, rows)
+    if plots_dir:
+        from ccgym.analysis.plots import write_plots
+
+        written = write_plots(rows, runs, Path(plots_dir))
+        # One line, not one per file: over a link set they are hundreds; the index shows them.
+        print(f"wrote {len(written) - 1} plots into {plots_dir}: open {written[-1]}")

@@ -137,7 +137,7 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.cli_eval import write_outputs
+    from ccgym.analysis.evaluate import write_outputs
     from ccgym.analysis.evaluate import Run, aggregate, check_run_length, run_scheme
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize

@@ -129,7 +129,7 @@ def run_through_shell(args: argparse.Namespace, link) -> int:
     """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
     each from inside to its receiver outside, and are scored from the shell's log. Several
     flows get their shares and Jain's index."""
-    from ccgym.analysis.cli_eval import write_outputs
+    from ccgym.analysis.evaluate import write_outputs
     from ccgym.analysis.evaluate import Run, aggregate
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
