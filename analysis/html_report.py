@@ -37,6 +37,7 @@ h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2e
 table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
+table.text td, table.text th { text-align: left; }
 tr.bound td { font-style: italic; background: #f6f6f6; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: .85em; color: #555; }
@@ -166,14 +167,21 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], classes: Sequence[str] = ()
-           ) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], classes: Sequence[str] = (),
+           kind: str = "") -> str:
+    """A table; kind "text" aligns every column left (values that are words, not numbers)."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = []
     for i, row in enumerate(rows):
         cls = f' class="{classes[i]}"' if i < len(classes) and classes[i] else ""
         body.append(f"<tr{cls}>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    table_class = f' class="{kind}"' if kind else ""
+    return f"<table{table_class}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _label(path: Path) -> str:
+    """An input's name in headings: with its folder, as several inputs share a file name."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
 def _png_data(path: Path) -> str:
@@ -215,7 +223,7 @@ def _rows_section(item: RowsInput, figures: Figures) -> str:
     from ccgym.analysis.leaderboard import format_summary, leaderboard_cells
     from ccgym.analysis.plots import plot_tradeoff
 
-    parts = [f"<h2>Leaderboards: {_e(item.path.name)}</h2>"]
+    parts = [f"<h2>Leaderboards: {_e(_label(item.path))}</h2>"]
     by_link: dict[str, list[dict[str, Any]]] = {}
     for row in item.rows:
         by_link.setdefault(str(row["link"]), []).append(row)
@@ -248,7 +256,7 @@ def _calibration_section(item: CalibrationInput, figures: Figures) -> str:
 
     c = item.result
     link = c.get("link", {})
-    parts = [f"<h2>Calibration: {_e(item.path.name)}</h2>",
+    parts = [f"<h2>Calibration: {_e(_label(item.path))}</h2>",
              f"<p>Path <code>{_e(c.get('path'))}</code>; calibrated link "
              f"<code>{_e(link.get('spec'))}</code>. Replication error "
              f"<b>{_percent(c.get('error'))}</b>"
@@ -321,7 +329,7 @@ def _training_section(run: TrainingRun, figures: Figures) -> str:
     parts.append("<h3>Hyperparameters</h3>")
     parts.append(_table(["parameter", "value"],
                         [[k, json.dumps(v) if not isinstance(v, str) else v]
-                         for k, v in _flat(run.config).items()]))
+                         for k, v in _flat(run.config).items()], kind="text"))
     if not run.scalars:
         parts.append('<p class="note">No TensorBoard events in this folder yet.</p>')
     curves = [
@@ -399,7 +407,7 @@ def _comparison_section(runs: Sequence[TrainingRun], figures: Figures) -> str:
 
 
 def _plots_section(folder: PlotsFolder) -> str:
-    parts = [f"<h2>Plots: {_e(folder.path.name)}</h2>"]
+    parts = [f"<h2>Plots: {_e(_label(folder.path))}</h2>"]
     for png in folder.pngs:
         parts.append(_figure_html(png, png.stem.replace("__", " · ")))
     return "\n".join(parts)

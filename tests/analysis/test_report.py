@@ -115,10 +115,11 @@ def test_the_page_is_self_contained_and_has_every_section(report):
     assert not page.links
     assert not re.search(r"(src|href)=\"https?:", text)
     headings = " | ".join(page.headings)
-    for expected in ("Leaderboards: eval.json", "Calibration: calibration.json",
+    folder = report.parent.name  # headings name an input with its folder
+    for expected in (f"Leaderboards: {folder}/eval.json", f"Calibration: {folder}/calibration.json",
                      "Comparison of 2 training runs", "Training run: quick__1__",
                      "Training run: quick__2__", "Hyperparameters", "Train versus validation",
-                     "Plots: plots"):
+                     f"Plots: {folder}/plots"):
         assert expected in headings
     # The leaderboard has the bound on top and both schemes; the calibration its errors.
     assert "omniscient (1 run)" in text and "cubic (1 run)" in text and "vegas (1 run)" in text
