@@ -99,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.train.validation import check_config
 
     if config.algorithm.name == "ppo":
-        from ccgym.train.ppo import train
+        from ccgym.train.ppo import init_policy, train
+
+        init_policy(config)  # a missing or mismatched init_from fails before the run folder
     else:
         from ccgym.train.dagger import train
 
