@@ -13,7 +13,7 @@ from ccgym.cli import main
 from ccgym.deploy.export import max_difference, recorded_observations
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train import dagger, ppo
-from ccgym.train.config import TrainConfig, parse_config
+from ccgym.train.config import TrainConfig, parse_config, to_toml
 from ccgym.train.pool import RolloutPool
 
 # The BDP of 3 Mbit/s at a 40 ms RTT is 10 packets, the initial window: holding it is optimal
@@ -172,3 +172,13 @@ def test_config_errors_name_the_key() -> None:
 def test_sample_seeds_differ_by_runner_and_iteration() -> None:
     seeds = {ppo.stream_seed(3, k, ppo.SAMPLE_STREAM, w) for k in (1, 2) for w in (0, 1, 2)}
     assert len(seeds) == 6 and all(0 <= s < 2**31 for s in seeds)
+
+
+def test_cli_refuses_a_missing_init_from_before_making_the_run_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    config = ppo_config(ppo={"init_from": str(tmp_path / "runs" / "nope")})
+    path = tmp_path / "ppo.toml"
+    path.write_text(to_toml(config))
+    out = tmp_path / "out"
+    assert main(["train", str(path), "--out", str(out)]) == 2
+    assert "[ppo] init_from" in capsys.readouterr().err and not out.exists()
