@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,7 @@ def _rows_section(item: RowsInput, figures: Figures) -> str:
         if points:
             title = f"{link}: throughput-delay plane" + (f", {duration:g} s runs" if duration else "")
             parts.append(figures.embed(
-                lambda png, p=points, b=bound, t=title: plot_tradeoff(p, b, png, title=t),
+                partial(plot_tradeoff, points, bound, title=title),
                 f"{link}: each scheme's mean over its runs; the star is the omniscient bound"))
     summary = format_summary(item.rows)
     if summary:
@@ -346,8 +347,7 @@ def _training_section(run: TrainingRun, figures: Figures) -> str:
         if series:
             title = f"{name}: {what}"
             parts.append(figures.embed(
-                lambda png, s=series, h=lines, t=title, w=what: plot_curves(s, t, w, png, h),
-                caption))
+                partial(plot_curves, series, title, what, references=lines), caption))
     groups = _group_score_tags(run)
     train = [t for t in groups if t.split("/")[1] in TRAIN_GROUP_NAMES]
     parts.append("<h3>Train versus validation</h3>")
