@@ -112,6 +112,30 @@ def _train(args: list[str], env: dict) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
 
+class _Announcements:
+    """The moments a training process says it made its run folder (stage 0) and finished
+    iteration k (stage k), read from its stdout on a thread."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.start = time.monotonic()
+        self.stages: dict[int, float] = {}
+        self._thread = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            if line.startswith("run folder:"):
+                self.stages[0] = time.monotonic() - self.start
+            elif match := re.match(r"iteration (\d+):", line):
+                self.stages[int(match[1])] = time.monotonic() - self.start
+
+    def last(self) -> int:
+        return max((k for k in self.stages if k > 0), default=0)
+
+    def join(self) -> None:
+        self._thread.join(timeout=5)
+
+
 def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
     import torch
 
@@ -119,30 +143,37 @@ def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
 
     config = work / "kill.toml"
     config.write_text(to_toml(parse_config(TRAIN_DOC)))
+    iterations = TRAIN_DOC["run"]["iterations"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    start = time.monotonic()
-    reference = _train([str(config), "--out", str(work / "reference")], env)
-    reference.communicate()
-    whole_s = time.monotonic() - start
+    # Twice: the first run fills the oracle cache, so the second's stage times are the ones
+    # the killed runs (warm cache) have; both must end with the same weights.
+    for attempt in ("cold", "reference"):
+        reference = _train([str(config), "--out", str(work / attempt)], env)
+        seen = _Announcements(reference)
+        reference.wait()
+        seen.join()
+    # How long each stage took in the uninterrupted run: stage k+1 runs from announcement k.
+    stage_s = [seen.stages[k + 1] - seen.stages[k] for k in range(iterations)]
     [reference_dir] = (work / "reference").iterdir()
+    [cold_dir] = (work / "cold").iterdir()
     expected = _weights(reference_dir)
+    if not all(torch.equal(a, b) for a, b in zip(_weights(cold_dir)["weights"].values(),
+                                                 expected["weights"].values())):
+        raise SystemExit("two uninterrupted runs of the same config differ: not deterministic")
     lost, equal, killed_with_checkpoint = 0, 0, 0
     for i in range(kills):
         out = work / f"kill-{i}"
         process = _train([str(config), "--out", str(out)], env)
-        announced: list[int] = []
-
-        def read(stream=process.stdout, found=announced) -> None:
-            for line in stream:
-                if match := re.match(r"iteration (\d+):", line):
-                    found.append(int(match[1]))
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        time.sleep(rng.uniform(0.2, 0.9 * whole_s))  # before the run would end by itself
+        announced = _Announcements(process)
+        # A random moment inside a random stage (setup and iteration 1, or a later iteration),
+        # timed from that stage's start in this run: kills land where there is work to lose.
+        stage = rng.randrange(iterations)
+        while stage not in announced.stages and process.poll() is None:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0, stage_s[stage]))
         process.send_signal(signal.SIGKILL)
         process.wait()
-        reader.join(timeout=5)
+        announced.join()
         run_dirs = sorted(out.iterdir()) if out.exists() else []
         if not run_dirs or not (run_dirs[0] / "config.toml").exists():
             # Killed before the run folder held its config: a user starts the run again.
@@ -152,21 +183,21 @@ def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
         else:
             checkpoint = run_dirs[0] / "checkpoint.pt"
             done = _weights(run_dirs[0])["iteration"] if checkpoint.exists() else 0
-            if done < TRAIN_DOC["run"]["iterations"]:
+            if done < iterations:
                 _train(["--resume", str(run_dirs[0])], env).communicate()
         run_dir = run_dirs[0]
-        killed_with_checkpoint += int(done > 0)
-        lost += max(0, max(announced, default=0) - done)
+        killed_with_checkpoint += int(0 < done < iterations)
+        lost += max(0, announced.last() - done)
         final = _weights(run_dir)
         same = final["iteration"] == expected["iteration"] and all(
             torch.equal(a, b) for a, b in zip(final["weights"].values(),
                                               expected["weights"].values()))
         equal += int(same)
-        say(f"train kill {i + 1}/{kills}: killed after iteration {done} "
-            f"(announced {max(announced, default=0)}), resumed weights "
-            f"{'equal' if same else 'DIFFER'}")
-    return {"kills": kills, "uninterrupted_run_s": round(whole_s, 1),
-            "killed_after_a_checkpoint": killed_with_checkpoint, "iterations_lost": lost,
+        say(f"train kill {i + 1}/{kills}: in stage {stage}, killed after iteration {done} "
+            f"(announced {announced.last()}), resumed weights {'equal' if same else 'DIFFER'}")
+    return {"kills": kills, "iterations": iterations,
+            "stage_s": [round(x, 1) for x in stage_s],
+            "killed_between_checkpoints": killed_with_checkpoint, "iterations_lost": lost,
             "resumed_equal_to_uninterrupted": equal}
 
 
