@@ -361,6 +361,7 @@ def _iteration(run: _Run, state: PpoState) -> None:
 
 def _learn(run: _Run, state: PpoState, figures: _Figures, episodes: list[Any]) -> None:
     """RLlib's learner on the episodes (GAE, minibatches, epochs); the env runners' weights."""
+    from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
     from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
@@ -376,9 +377,7 @@ def _learn(run: _Run, state: PpoState, figures: _Figures, episodes: list[Any]) -
         shuffle_batch_per_epoch=True)
     logger = MetricsLogger(root=True)
     logger.aggregate(results)
-    reduced = logger.reduce()
-    from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
-
+    reduced = logger.reduce()  # the mean over the minibatch updates
     module_figures = reduced.get(DEFAULT_MODULE_ID, {})
     for key, tag in LOSS_TAGS.items():
         if key in module_figures:
