@@ -349,7 +349,8 @@ def fit_delivery(measured: Sequence[Measured], delivery: str, trials: int, seed:
         if progress is not None:
             progress(len(asked), study.best_value)
     best = study.best_trial
-    return _suggest(optuna.trial.FixedTrial(best.params), space, delivery), float(best.value)
+    assert best.value is not None  # every trial was told its error
+    return _suggest(optuna.trial.FixedTrial(best.params), space, delivery), best.value
 
 
 def fit(measured: Sequence[Measured], trials: int, seed: int = 1,
