@@ -18,13 +18,11 @@ from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
 from ccgym.train.run_folder import resolve_policy_path
 
+
 def keep_action() -> int:
     """The action that leaves the window unchanged: the 'previous action' before any decision,
-    as the vectorized simulator reports it after a reset."""
-    for index, (op, value) in enumerate(_core.ACTIONS):
-        if (op == "+" and value == 0) or (op == "*" and value == 1):
-            return index
-    raise RuntimeError("the action set has no 'keep' action")
+    as the vectorized simulator reports it after a reset (actions.hh's kHoldAction)."""
+    return int(_core.HOLD_ACTION)
 
 
 class LstmScheme:
