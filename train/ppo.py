@@ -140,6 +140,8 @@ def sample_episodes(runner: Any, seed: int, iteration: int) -> tuple[list[Any], 
     s = stream_seed(seed, iteration, SAMPLE_STREAM, runner.worker_index)
     # RLlib reseeds the env with _seed when a sample of whole episodes resets it; there is no
     # public setter. Torch's generator draws the actions.
+    if not hasattr(runner, "_seed"):  # else every iteration would replay the same episodes
+        raise RuntimeError("this RLlib's env runner has no _seed: ccgym cannot reseed it")
     runner._seed = s
     torch.manual_seed(s)
     np.random.seed(s)
