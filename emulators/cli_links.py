@@ -240,10 +240,13 @@ def _write_json(path: Path, value: Any) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     ack_mean = args.mean_mbps if args.ack_mean_mbps is None else args.ack_mean_mbps
-    for flag, value in (("--mean-mbps", args.mean_mbps), ("--ack-mean-mbps", ack_mean),
-                        ("--duration-s", args.duration_s)):
-        if not value > 0:
-            raise UserError(f"{flag} must be > 0, got {value:g}")
+    from ccgym.emulators import _core
+
+    for flag, value in (("--mean-mbps", args.mean_mbps), ("--ack-mean-mbps", ack_mean)):
+        try:  # the link-spec parser holds the rate bounds: a trace must be a valid link
+            _core.parse_link_spec(f"rate_mbps={value!r}")
+        except ValueError as e:
+            raise UserError(f"{flag} {value:g}: {str(e).split(': ', 1)[-1]}") from None
 
     from tqdm import tqdm
     from ccgym.emulators import generate

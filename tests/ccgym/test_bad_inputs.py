@@ -82,6 +82,8 @@ CASES = {
     "eval huge duration": ([*EVAL[:-3], "--duration-s", "1e9"], "--duration-s"),
     "eval nan duration": ([*EVAL[:-3], "--duration-s", "nan"], "--duration-s"),
     "eval huge rate in a link set": (["oracle", "--link", "rate_mbps=20000"], "rate_mbps"),
+    "links generate huge rate": (["links", "generate", "--out", "{d}/gen", "--mean-mbps", "1e9"],
+                                 "--mean-mbps 1e+09: key 'rate_mbps' must be in [0.1, 10000]"),
     # A binary trace: the file, the line, and the bytes escaped.
     "eval binary trace": (["eval", "--link", "trace={d}/binary.trace,delay_ms=5"],
                           ("binary.trace:3: expected a non-negative integer (ms), got "
