@@ -304,7 +304,9 @@ def test_relay_gives_the_links_rate_and_delay(tmp_path: Path) -> None:
     probe_rtt = rtts(probe_log)
     assert len(probe_rtt) >= 15
     assert 40 <= probe_rtt.min() <= 42, f"min RTT {probe_rtt.min():.2f} ms"
-    assert np.median(probe_rtt) <= 42.5
+    # The median allows a few ms of wakeup latency: on a loaded machine (a training at nice -10
+    # on both cores) it was 42.7 ms; a queue of even 5 datagrams would add 5 ms to every RTT.
+    assert np.median(probe_rtt) <= 45
 
     r, _ = read_log(rlog)
     bulk = r["flow"] == 2
