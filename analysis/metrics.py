@@ -29,8 +29,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ccgym.analysis.logs import PacketLog, as_packet_log
+from ccgym.emulators.link_facts import PACKET_BYTES
 
-BYTES_PER_OPPORTUNITY = 1500  # mahimahi's MTU accounting: one trace line carries this much
+BYTES_PER_OPPORTUNITY = PACKET_BYTES  # mahimahi's MTU accounting: one trace line carries this much
 BITS_PER_BYTE = 8
 BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
 DELAY_PERCENTILE = 95.0

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccgym.emulators.link_facts import PACKET_BYTES
 from ccgym.errors import UserError
 
 DELIVERIES = ("constant", "poisson")
@@ -43,7 +44,7 @@ QUEUE_MIN_UPPER = 20             # the queue's upper bound is never below this
 LOSS_LIMITS = (1e-5, 0.1)        # log scale: 1e-5 is no loss over runs of seconds
 LOSS_HEADROOM = 2.0              # x the least measured loss rate
 LOSS_MIN_UPPER = 1e-3            # the loss's upper bound is never below this
-PACKET_BITS = 1500 * 8
+PACKET_BITS = PACKET_BYTES * 8
 STARTUP_TRIALS = 8               # random trials before the Gaussian process takes over
 DEFAULT_SIM_RUNS = 2             # seeds per scheme in each candidate's simulation
 

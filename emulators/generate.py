@@ -41,13 +41,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ccgym.emulators.link_facts import PACKET_BYTES
 from ccgym.files import atomic_write_text
 
 # Bumped whenever the model or its use of the random stream changes, so that traces cached
 # under a hash of the parameters are regenerated rather than silently reused.
 GENERATOR_VERSION = 1
 
-OPPORTUNITY_BITS = 1500 * 8   # one delivery opportunity: a 1500-byte packet
+OPPORTUNITY_BITS = PACKET_BYTES * 8   # one delivery opportunity: a 1500-byte packet
 STEP_MS = 1                   # the rate path and the timestamps have millisecond resolution
 MS_PER_S = 1000
 

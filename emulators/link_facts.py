@@ -9,7 +9,9 @@ from functools import lru_cache
 
 from ccgym.emulators import _core
 
-PACKET_BYTES = 1500  # one delivery opportunity (mahimahi's MTU accounting)
+# One delivery opportunity carries this many bytes (mahimahi's MTU accounting), as the C++ core
+# counts them (common/cpp/packet.hh): a BDP counts packets of this size too.
+PACKET_BYTES = _core.OPPORTUNITY_BYTES
 BITS_PER_BYTE = 8
 MS_PER_S = 1000.0
 BITS_PER_MBIT = 1e6

@@ -476,7 +476,6 @@ def resolve_links(link: str | None, links: str | None) -> list[Link]:
 
 WINDOW_MS = 500.0           # the window of the throughput percentiles and outage fraction
 PERCENTILES = (5, 50, 95)
-OPPORTUNITY_BYTES = 1500
 BITS_PER_BYTE = 8
 
 
@@ -488,12 +487,12 @@ def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> d
     """
     import numpy as np
 
-    from ccgym.emulators.link_facts import bdp_packets
+    from ccgym.emulators.link_facts import PACKET_BYTES, bdp_packets
 
     times = np.asarray(times_ms, dtype=np.float64)
     if not duration_ms > 0:
         raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
-    mbit_per_opportunity = OPPORTUNITY_BYTES * BITS_PER_BYTE / 1e6
+    mbit_per_opportunity = PACKET_BYTES * BITS_PER_BYTE / 1e6
     mean_mbps = len(times) * mbit_per_opportunity / (duration_ms / 1000)
     window_ms = min(WINDOW_MS, duration_ms)
     n_windows = int(duration_ms // window_ms)

@@ -52,12 +52,6 @@ class Variation:
     def empty(self) -> bool:
         return not (self.delay_ms or self.queue_bdp or self.ack)
 
-    def describe(self) -> str:
-        parts = [f"{name} in {list(values)}" for name, values in
-                 (("delay_ms", self.delay_ms), ("queue_bdp", self.queue_bdp), ("ack", self.ack))
-                 if values]
-        return ", ".join(parts) or "none"
-
 
 def _queue(spec: str, delay_ms: float, bdps: float) -> str:
     if bdps == 0:

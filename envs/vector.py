@@ -50,10 +50,6 @@ from ccgym.envs.link_env import (HOLD_ACTION, EnvConfig, LinkProfile, check_rend
                                  step_reward)
 from ccgym.oracle.ideal import expert_action
 
-# Columns of VecSimulator.stats() (emulators/binding/module.cc).
-STAT_DELIVERED_BYTES = 0
-STAT_MEAN_DELAY_MS = 1
-STAT_WINDOW = 4
 
 
 class VecLinkEnv(VectorEnv):
@@ -127,8 +123,8 @@ class VecLinkEnv(VectorEnv):
         self._vec.step(np.ascontiguousarray(actions, dtype=np.int32))
         self._steps += 1
         stats = self._vec.stats()
-        delivered = delivered_mbps(stats[:, STAT_DELIVERED_BYTES])
-        delay = step_delay_ms(stats[:, STAT_MEAN_DELAY_MS], self._previous_delay)
+        delivered = delivered_mbps(stats[:, _core.STAT_DELIVERED_BYTES])
+        delay = step_delay_ms(stats[:, _core.STAT_MEAN_DELAY_MS], self._previous_delay)
         self._previous_delay = delay
         rewards = step_reward(delivered, delay, self._rate, self._propagation,
                               self.config.throughput_weight, self.config.delay_weight)
@@ -136,7 +132,7 @@ class VecLinkEnv(VectorEnv):
         ended = self._steps >= self.config.episode_steps
         truncated = np.full(self.num_envs, ended)
         obs = self._vec.observations()
-        infos = self._infos(delivered, delay, stats[:, STAT_WINDOW])
+        infos = self._infos(delivered, delay, stats[:, _core.STAT_WINDOW])
         if ended and self.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP:
             self._reset_next = True
         elif ended:

@@ -34,7 +34,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "emulators/cpp/packet.hh"
+#include "common/cpp/packet.hh"
 
 namespace ccgym::wire {
 

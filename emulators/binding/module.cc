@@ -66,6 +66,13 @@ nb::dict feature_dict(const FeatureValues& v) {
   return d;
 }
 
+// Columns of VecSimulator.stats(), one row per simulation, for the last step: bytes
+// delivered, mean one-way delay of the packets that arrived (ms; NaN if none), the window.
+constexpr std::size_t kStatDeliveredBytes = 0;
+constexpr std::size_t kStatMeanDelayMs = 1;
+constexpr std::size_t kStatWindow = 2;
+constexpr std::size_t kStatColumns = 3;
+
 // N independent single-flow simulations whose window is set from Python every
 // step: the vectorized environment's engine. Steps run on threads, GIL released.
 class VecSimulator {
@@ -149,6 +156,10 @@ NB_MODULE(_core, m) {
   for (const char* name : kActionNames) action_names.append(name);
   m.attr("ACTION_NAMES") = action_names;
   m.attr("DATA_PACKET_BYTES") = kDataPacketBytes;
+  m.attr("OPPORTUNITY_BYTES") = kOpportunityBytes;
+  m.attr("STAT_DELIVERED_BYTES") = kStatDeliveredBytes;
+  m.attr("STAT_MEAN_DELAY_MS") = kStatMeanDelayMs;
+  m.attr("STAT_WINDOW") = kStatWindow;
   nb::list actions;
   for (const auto& a : kActions)
     actions.append(nb::make_tuple(a.op == Op::kMultiply ? "*" : "+", a.value));
@@ -302,23 +313,20 @@ NB_MODULE(_core, m) {
         return to_numpy_2d<float>(std::move(out), v.size(), kObsDim);
       })
       .def("stats", [](VecSimulator& v) {
-        // Columns: delivered bytes, mean one-way delay (ms, NaN if nothing
-        // arrived), max one-way delay, drops, window, min RTT seen (ms).
+        // One row per simulation, the columns named by STAT_* (kStat* above).
         const std::size_t n = v.size();
-        std::vector<double> out(n * 6);
+        std::vector<double> out(n * kStatColumns);
         for (std::size_t i = 0; i < n; ++i) {
           Simulator& s = v.sim(i);
           const StepStats& st = s.step_stats(0);
-          double* row = out.data() + i * 6;
-          row[0] = st.delivered_bytes;
-          row[1] = st.arrivals ? st.delay_sum_ms / static_cast<double>(st.arrivals)
-                               : std::numeric_limits<double>::quiet_NaN();
-          row[2] = st.delay_max_ms;
-          row[3] = static_cast<double>(st.drops);
-          row[4] = s.sender(0).window();
-          row[5] = s.sender(0).features().values().min_rtt_ms;
+          double* row = out.data() + i * kStatColumns;
+          row[kStatDeliveredBytes] = st.delivered_bytes;
+          row[kStatMeanDelayMs] = st.arrivals
+                                      ? st.delay_sum_ms / static_cast<double>(st.arrivals)
+                                      : std::numeric_limits<double>::quiet_NaN();
+          row[kStatWindow] = s.sender(0).window();
         }
-        return to_numpy_2d<double>(std::move(out), n, 6);
+        return to_numpy_2d<double>(std::move(out), n, kStatColumns);
       })
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a);

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "emulators/cpp/format.hh"
-#include "emulators/cpp/packet.hh"
+#include "common/cpp/format.hh"
+#include "common/cpp/packet.hh"
 
 namespace ccgym {
 namespace {

@@ -3,15 +3,14 @@
 // non-decreasing time order; unused ones are lost.
 #pragma once
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-namespace ccgym {
+#include "common/cpp/time.hh"
 
-inline constexpr double kNever = std::numeric_limits<double>::infinity();
+namespace ccgym {
 
 class DeliveryProcess {
  public:

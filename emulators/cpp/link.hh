@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "emulators/cpp/delivery.hh"
-#include "emulators/cpp/packet.hh"
+#include "common/cpp/packet.hh"
 #include "emulators/cpp/queue.hh"
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/ring.hh"
 
 namespace ccgym {
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "emulators/cpp/format.hh"
-#include "emulators/cpp/packet.hh"
+#include "common/cpp/format.hh"
+#include "common/cpp/packet.hh"
 
 namespace ccgym {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "emulators/cpp/packet.hh"
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/packet.hh"
+#include "common/cpp/ring.hh"
 
 namespace ccgym {
 

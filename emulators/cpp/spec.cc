@@ -7,8 +7,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "emulators/cpp/format.hh"
-#include "emulators/cpp/packet.hh"
+#include "common/cpp/format.hh"
+#include "common/cpp/packet.hh"
 #include "emulators/cpp/queue.hh"
 
 namespace ccgym {

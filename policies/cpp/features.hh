@@ -29,7 +29,7 @@
 #include <array>
 #include <cstdint>
 
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/ring.hh"
 #include "policies/cpp/actions.hh"
 
 namespace ccgym {

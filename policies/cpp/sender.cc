@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "emulators/cpp/delivery.hh"
+#include "common/cpp/time.hh"
 
 namespace ccgym {
 

@@ -19,7 +19,7 @@
 #include <array>
 #include <random>
 
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/ring.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym::schemes {

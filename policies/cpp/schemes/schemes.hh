@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpp/packet.hh"
 #include "policies/cpp/controller.hh"
 
 namespace ccgym::schemes {
@@ -52,7 +53,7 @@ void check_param(bool ok, const std::string& scheme, const std::string& name, co
 // check_param for a window: in [1, kMaxSchemeWindow].
 void check_window_param(const std::string& scheme, const std::string& name, double value);
 
-inline constexpr double kPacketBytes = 1500;
+inline constexpr double kPacketBytes = kDataPacketBytes;
 // Linux's initial window (RFC 6928).
 inline constexpr double kInitialWindow = 10;
 // An upper bound on every scheme's window, as a receive window would be: without

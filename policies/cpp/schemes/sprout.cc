@@ -29,7 +29,7 @@
 #include <array>
 #include <vector>
 
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/ring.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym::schemes {

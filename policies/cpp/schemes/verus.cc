@@ -19,7 +19,7 @@
 // profile would lead straight back to the window that overflowed.
 #include <array>
 
-#include "emulators/cpp/ring.hh"
+#include "common/cpp/ring.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym::schemes {
