@@ -13,6 +13,7 @@
 
 #include "emulators/cpp/simulator.hh"
 #include "emulators/cpp/spec.hh"
+#include "emulators/cpp/vec_simulator.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
@@ -65,72 +66,6 @@ nb::dict feature_dict(const FeatureValues& v) {
   d["last_rtt_ms"] = v.last_rtt_ms;
   return d;
 }
-
-// Columns of VecSimulator.stats(), one row per simulation, for the last step: bytes
-// delivered, mean one-way delay of the packets that arrived (ms; NaN if none), the window.
-constexpr std::size_t kStatDeliveredBytes = 0;
-constexpr std::size_t kStatMeanDelayMs = 1;
-constexpr std::size_t kStatWindow = 2;
-constexpr std::size_t kStatColumns = 3;
-
-// N independent single-flow simulations whose window is set from Python every
-// step: the vectorized environment's engine. Steps run on threads, GIL released.
-class VecSimulator {
- public:
-  explicit VecSimulator(std::size_t n, int threads)
-      : sims_(n), previous_action_(n, kHoldAction), threads_(threads) {}
-  VecSimulator(const VecSimulator&) = delete;
-  VecSimulator& operator=(const VecSimulator&) = delete;
-
-  std::size_t size() const { return sims_.size(); }
-
-  void reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
-    check(i);
-    FlowSpec flow;
-    flow.scheme = "external";
-    sims_[i] = std::make_unique<Simulator>(parse_link_spec(link), std::vector<FlowSpec>{flow},
-                                           seed, /*record_log=*/false);
-    sims_[i]->external(0)->set_window(window);
-    previous_action_[i] = kHoldAction;
-  }
-
-  Simulator& sim(std::size_t i) {
-    check(i);
-    if (!sims_[i]) throw std::invalid_argument("environment not reset");
-    return *sims_[i];
-  }
-
-  // Applies one action per simulation (-1 leaves the window), runs kStepMs.
-  void step(const int32_t* actions) {
-    std::vector<Simulator*> all;
-    for (std::size_t i = 0; i < sims_.size(); ++i) {
-      Simulator& s = sim(i);
-      s.clear_step_stats();
-      const int a = actions[i];
-      if (a >= 0) {
-        if (a >= kNumActions) throw std::invalid_argument("action out of range");
-        take_policy_action(s.sender(0).features(), *s.external(0), a);
-        previous_action_[i] = a;
-      }
-      all.push_back(&s);
-    }
-    const double until = sims_.empty() ? 0 : sim(0).now_ms() + kStepMs;
-    {
-      nb::gil_scoped_release release;
-      run_all_until(all, until, threads_);
-    }
-  }
-
-  int previous_action(std::size_t i) const { return previous_action_[i]; }
-
- private:
-  void check(std::size_t i) const {
-    if (i >= sims_.size()) throw nb::index_error("no such environment");
-  }
-  std::vector<std::unique_ptr<Simulator>> sims_;
-  std::vector<int> previous_action_;
-  int threads_;
-};
 
 }  // namespace
 
@@ -300,34 +235,19 @@ NB_MODULE(_core, m) {
       .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = 10.0)
       .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions) {
         if (actions.shape(0) != v.size()) throw std::invalid_argument("one action per environment");
+        nb::gil_scoped_release release;
         v.step(actions.data());
       }, "actions"_a, "Applies actions (-1: keep the window) and runs every simulation 10 ms.")
       .def("observations", [](VecSimulator& v) {
         std::vector<float> out(v.size() * kObsDim);
-        for (std::size_t i = 0; i < v.size(); ++i) {
-          SenderModel& sender = v.sim(i).sender(0);
-          auto obs = sender.features().observation(sender.window(), v.previous_action(i),
-                                                   v.sim(i).now_ms());
-          std::copy(obs.begin(), obs.end(), out.begin() + static_cast<long>(i * kObsDim));
-        }
+        v.observations(out.data());
         return to_numpy_2d<float>(std::move(out), v.size(), kObsDim);
       })
       .def("stats", [](VecSimulator& v) {
-        // One row per simulation, the columns named by STAT_* (kStat* above).
-        const std::size_t n = v.size();
-        std::vector<double> out(n * kStatColumns);
-        for (std::size_t i = 0; i < n; ++i) {
-          Simulator& s = v.sim(i);
-          const StepStats& st = s.step_stats(0);
-          double* row = out.data() + i * kStatColumns;
-          row[kStatDeliveredBytes] = st.delivered_bytes;
-          row[kStatMeanDelayMs] = st.arrivals
-                                      ? st.delay_sum_ms / static_cast<double>(st.arrivals)
-                                      : std::numeric_limits<double>::quiet_NaN();
-          row[kStatWindow] = s.sender(0).window();
-        }
-        return to_numpy_2d<double>(std::move(out), n, kStatColumns);
-      })
+        std::vector<double> out(v.size() * kStatColumns);
+        v.stats(out.data());
+        return to_numpy_2d<double>(std::move(out), v.size(), kStatColumns);
+      }, "The last step's statistics, one row per simulation, columns STAT_*.")
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a);
 }
