@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.analysis.metrics import summarize
-from ccgym.deploy.cli_run import resolve_scheme
+from ccgym.deploy.harness import resolve_scheme
 from ccgym.deploy.harness import run_emulated
 from ccgym.emulators.links import Link, data_dir, link_from_spec
 

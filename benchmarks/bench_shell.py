@@ -138,7 +138,7 @@ def added_latency(workdir: Path) -> dict:
 
 
 def mixed(policy: str, duration_s: float, workdir: Path) -> dict:
-    from ccgym.deploy.cli_run import resolve_scheme
+    from ccgym.deploy.harness import resolve_scheme
 
     sender = resolve_scheme(policy, workdir).sender
     run = run_in_shell(MIXED_LINK, [sender, "kernel:cubic"], duration_s, SEED, workdir)

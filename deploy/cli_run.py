@@ -33,7 +33,6 @@ import os
 import socket
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,53 +70,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-@dataclass
-class Schemes:
-    """What the sender runs, and what the simulator runs for the same scheme (None: cannot)."""
-
-    sender: str
-    simulator: str | None
-
-
-def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
-    from ccgym.emulators import _core
-
-    prefix, _, argument = scheme.partition(":")
-    if prefix == "oracle":
-        raise UserError("--scheme oracle needs to know the link's future: it runs only in "
-                        "the simulator (ccgym eval)")
-    if prefix != "lstm":
-        try:
-            _core.validate_scheme(scheme)
-        except ValueError as e:
-            raise UserError(f"--scheme: {e} (also: lstm:RUN_DIR)") from e
-        return Schemes(scheme, scheme)
-    if argument.endswith(".onnx"):
-        onnx_path = Path(argument).expanduser()
-        if not onnx_path.is_file():
-            raise UserError(f"--scheme {scheme}: no such file")
-        from ccgym.policies.onnx_policy import OnnxPolicy
-
-        try:  # here, where the error is one line, not in the sender after it started
-            OnnxPolicy(onnx_path)
-        except ValueError as e:
-            raise UserError(f"--scheme {scheme}: {e}") from None
-        beside = onnx_path.with_suffix(".pt")
-        return Schemes(f"lstm:{onnx_path}", f"lstm:{beside}" if beside.is_file() else None)
-
-    from ccgym.deploy.export import export_policy
-    from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
-
-    source = resolve_policy_path(argument)
-    try:
-        policy = LstmPolicy.load(source)
-    except (ValueError, RuntimeError, OSError) as e:
-        raise UserError(f"--scheme {scheme}: cannot load the policy: {e}") from e
-    onnx_path = export_policy(policy, workdir / "policy.onnx")
-    return Schemes(f"lstm:{onnx_path}", f"lstm:{source}")
-
-
 @contextlib.contextmanager
 def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
     if keep:
@@ -141,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.evaluate import Run, aggregate, check_run_length, run_scheme
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
-    from ccgym.deploy.harness import run_emulated, run_remote
+    from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
     from ccgym.emulators.links import Link, link_from_spec
 
     if args.simulate and args.remote:
@@ -160,9 +112,7 @@ def run(args: argparse.Namespace) -> int:
         link = link_from_spec(args.link)
         check_run_length(link, args.duration_s * 1000.0)
     if args.against or args.scheme.startswith("kernel:"):
-        from ccgym.deploy.cli_shell import run_through_shell
-
-        return run_through_shell(args, link)
+        return _run_through_shell(args, link)
 
     rows: list[dict[str, Any]] = []
     runs: list[Run] = []
@@ -211,4 +161,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
               f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown")
     write_outputs(rows, runs, args.json, args.plots)
+    return 0
+
+
+def _run_through_shell(args: argparse.Namespace, link) -> int:
+    """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
+    each from inside to its receiver outside, and are scored from the shell's log. Several
+    flows get their shares and Jain's index."""
+    from ccgym.analysis.evaluate import write_outputs
+    from ccgym.analysis.evaluate import Run, aggregate
+    from ccgym.analysis.leaderboard import format_leaderboard
+    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.deploy.harness import resolve_scheme
+    from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
+    from ccgym.emulators import _core
+
+    names = [args.scheme] + ([args.against] if args.against else [])
+    if args.remote:
+        raise UserError(f"{' and '.join(names)}: kernel schemes and --against run in the link "
+                        "shell, which needs --link")
+    if args.simulate:
+        raise UserError("--simulate: a kernel scheme has no simulated twin (compare with "
+                        "`ccgym eval --schemes cubic` etc.), and --against runs only in real time")
+    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+        senders = [name if is_kernel_scheme(name) else resolve_scheme(name, workdir).sender
+                   for name in names]
+        real = run_in_shell(link.spec, senders, args.duration_s, args.seed, workdir,
+                            progress=not args.no_progress)
+    metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    rows = [aggregate(link, "omniscient", [omniscient(real.opportunities_ms, real.duration_ms,
+                                                      delay)])]
+    label = " vs ".join(names)
+    row = aggregate(link, label, [metrics])
+    row.update(mode="link shell", clock="link", duration_s=args.duration_s, seed=args.seed)
+    for flow in row.get("flows", []):
+        flow["scheme"] = names[int(flow["flow"])]
+    if real.kernel_min_rtt_ms:
+        row["kernel_min_rtt_ms"] = real.kernel_min_rtt_ms
+    rows.append(row)
+    print(format_leaderboard(rows))
+    for flow in row.get("flows", []):
+        print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
+              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s")
+    if "jain_index" in row:
+        print(f"Jain's fairness index: {row['jain_index']:.3f}")
+    run = Run(link, label, args.seed, real.duration_ms, metrics, real.log.columns(),
+              real.opportunities_ms)
+    write_outputs(rows, [run], args.json, args.plots)
     return 0

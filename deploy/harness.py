@@ -253,3 +253,52 @@ def run_remote(dest: str, sender_scheme: str, duration_s: float, seed: int,
         raise UserError(f"no ACK came back from {dest}: is `ccgym receive` running there, "
                         f"bound to an address this host can reach, and is UDP let through?")
     return RealRun(log, duration_s * 1000.0, np.empty(0), "rtt-based", min_rtt_ms=min_rtt)
+
+
+# ---------------------------------------------------------------- what the sender runs
+
+@dataclass
+class Schemes:
+    """What the sender runs, and what the simulator runs for the same scheme (None: cannot)."""
+
+    sender: str
+    simulator: str | None
+
+
+def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
+    from ccgym.emulators import _core
+
+    prefix, _, argument = scheme.partition(":")
+    if prefix == "oracle":
+        raise UserError("--scheme oracle needs to know the link's future: it runs only in "
+                        "the simulator (ccgym eval)")
+    if prefix != "lstm":
+        try:
+            _core.validate_scheme(scheme)
+        except ValueError as e:
+            raise UserError(f"--scheme: {e} (also: lstm:RUN_DIR)") from e
+        return Schemes(scheme, scheme)
+    if argument.endswith(".onnx"):
+        onnx_path = Path(argument).expanduser()
+        if not onnx_path.is_file():
+            raise UserError(f"--scheme {scheme}: no such file")
+        from ccgym.policies.onnx_policy import OnnxPolicy
+
+        try:  # here, where the error is one line, not in the sender after it started
+            OnnxPolicy(onnx_path)
+        except ValueError as e:
+            raise UserError(f"--scheme {scheme}: {e}") from None
+        beside = onnx_path.with_suffix(".pt")
+        return Schemes(f"lstm:{onnx_path}", f"lstm:{beside}" if beside.is_file() else None)
+
+    from ccgym.deploy.export import export_policy
+    from ccgym.policies.lstm import LstmPolicy
+    from ccgym.train.run_folder import resolve_policy_path
+
+    source = resolve_policy_path(argument)
+    try:
+        policy = LstmPolicy.load(source)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise UserError(f"--scheme {scheme}: cannot load the policy: {e}") from e
+    onnx_path = export_policy(policy, workdir / "policy.onnx")
+    return Schemes(f"lstm:{onnx_path}", f"lstm:{source}")
