@@ -67,9 +67,6 @@ BITS_PER_BYTE = 8
 BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
 # Episode simulation seeds are drawn below this bound (any non-negative int64 would do).
 SIM_SEED_BOUND = 2**31
-# The action that keeps the window: the previous action of a fresh episode, as the
-# C++ VecSimulator also starts.
-HOLD_ACTION = _core.HOLD_ACTION
 
 
 @dataclass
@@ -215,7 +212,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(_core.NUM_ACTIONS)
         self._sim: Any = None
         self._profile: LinkProfile | None = None
-        self._previous_action = HOLD_ACTION
+        self._previous_action = _core.HOLD_ACTION
         self._previous_delay = 0.0
         self._steps = 0
 
@@ -230,7 +227,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
         self._sim.set_window(self.config.initial_window)
-        self._previous_action = HOLD_ACTION
+        self._previous_action = _core.HOLD_ACTION
         self._previous_delay = self._profile.delay_ms
         self._steps = 0
         return self._observation(), self._info(0.0, self._previous_delay)

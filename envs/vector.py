@@ -44,7 +44,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import (HOLD_ACTION, EnvConfig, LinkProfile, check_render_mode,
+from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode,
                                  delivered_mbps, draw_episode, link_profile,
                                  observation_space, resolve_env_links, step_delay_ms,
                                  step_reward)
@@ -93,7 +93,7 @@ class VecLinkEnv(VectorEnv):
         self._previous_delay = np.zeros(num_envs)
         self._steps = 0
         self._all = np.ones(num_envs, dtype=bool)
-        self._expert = np.full(num_envs, HOLD_ACTION, dtype=np.int64)
+        self._expert = np.full(num_envs, _core.HOLD_ACTION, dtype=np.int64)
         self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
 
     # ------------------------------------------------------------ gymnasium API

@@ -19,12 +19,6 @@ from ccgym.policies.lstm import LstmPolicy, LstmState
 from ccgym.train.run_folder import resolve_policy_path
 
 
-def keep_action() -> int:
-    """The action that leaves the window unchanged: the 'previous action' before any decision,
-    as the vectorized simulator reports it after a reset (actions.hh's kHoldAction)."""
-    return int(_core.HOLD_ACTION)
-
-
 class LstmScheme:
     """A SteppedScheme (ccgym.analysis.evaluate) driven by an LstmPolicy."""
 
@@ -61,7 +55,7 @@ class LstmScheme:
     def reset(self, slots: Sequence[Any]) -> None:
         n = len(slots)
         self._state = self.policy.initial_state(n)
-        self._previous = np.full(n, keep_action(), dtype=np.int64)
+        self._previous = np.full(n, _core.HOLD_ACTION, dtype=np.int64)
         self._starting = np.ones(n, dtype=bool)
 
     def decide(self, slots: Sequence[Any]) -> None:

@@ -11,7 +11,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.links import link_from_spec
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.policies.lstm_scheme import LstmScheme, keep_action
+from ccgym.policies.lstm_scheme import LstmScheme
 
 LINK = "rate_mbps=12,delay_ms=20"
 
@@ -23,8 +23,8 @@ def run_dir(tmp_path):
     return tmp_path
 
 
-def test_keep_action_is_plus_zero() -> None:
-    assert _core.apply_action(37.0, keep_action()) == 37.0
+def test_hold_action_keeps_the_window() -> None:
+    assert _core.apply_action(37.0, _core.HOLD_ACTION) == 37.0
 
 
 def test_scheme_runs_in_eval_from_a_run_folder(run_dir) -> None:
@@ -42,7 +42,7 @@ def test_scheme_applies_the_policys_actions(run_dir) -> None:
     slots = [Slot(sim, 0, link, s) for sim, s in zip(sims, (1, 2))]
     scheme = LstmScheme(str(run_dir / "policy.pt"))
     scheme.reset(slots)
-    state, previous = None, np.full(2, keep_action())
+    state, previous = None, np.full(2, _core.HOLD_ACTION)
     for k in range(100):
         obs = np.stack([s.sim.observation(int(p)) for s, p in zip(slots, previous)])
         before = [s.sim.window() for s in slots]
