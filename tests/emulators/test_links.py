@@ -33,7 +33,7 @@ CSV_GROUPS = {
 }
 EXPECTED_COUNTS = {"pantheon-calibrated": 6, "pantheon-pathological": 12, "indigo-synthetic": 24,
                    "cellular-real": 7, "cellular-generated": 8, "held-out-grid": 35,
-                   "poisson-generated": 8, "recorded-train": 24}
+                   "poisson-generated": 8, "recorded-train": 24, "recorded-unseen": 22}
 SETS_WITHOUT_DATA = ["pantheon-calibrated", "pantheon-pathological", "indigo-synthetic",
                      "cellular-generated", "held-out-grid", "poisson-generated"]
 
@@ -351,6 +351,9 @@ def test_cellular_real_loads_with_the_shared_data(monkeypatch):
     assert len(training) == EXPECTED_COUNTS["recorded-train"]
     # recorded-train is for training: none of the held-out recordings are in it.
     assert not training & {links.spec_fields(link.spec)["trace"] for link in loaded}
+    unseen = links.load_link_set(packaged("recorded-unseen"))
+    assert len(unseen) == EXPECTED_COUNTS["recorded-unseen"]
+    assert not training & {links.spec_fields(link.spec)["trace"] for link in unseen}
     verizon = next(link for link in loaded if link.name == "verizon-lte-short")
     trace = links.spec_fields(verizon.spec)["trace"]
     assert Path(trace) == SHARED_DATA / "traces/cellular/Verizon-LTE-short.down"
