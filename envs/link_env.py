@@ -79,7 +79,7 @@ class EnvConfig:
 
     links: list[str] | str = field(default=DEFAULT_LINKS, metadata=_LINK_ENTRIES)
     episode_ms: float = field(default=10_000.0, metadata=at_least(_core.STEP_MS))
-    initial_window: float = field(default=10.0,
+    initial_window: float = field(default=_core.INITIAL_WINDOW,
                                   metadata=between(_core.MIN_WINDOW, _core.MAX_WINDOW))
     throughput_weight: float = field(default=1.0, metadata=NON_NEGATIVE)
     delay_weight: float = field(default=1.0, metadata=NON_NEGATIVE)

@@ -40,7 +40,6 @@ constexpr int kSocketBufferBytes = 8 << 20;
 constexpr const char* kLstmPrefix = "lstm:";
 // The window a learned policy starts from: the ExternalWindow default, as in the
 // simulator's environment.
-constexpr double kInitialPolicyWindow = 10;
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.
@@ -145,7 +144,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<LearnedPolicy> policy;
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
 #ifdef CCGYM_HAVE_OPENCV
-    auto window = std::make_unique<ExternalWindow>(kInitialPolicyWindow);
+    auto window = std::make_unique<ExternalWindow>(kInitialWindow);
     const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
     try {
       policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());

@@ -77,6 +77,7 @@ NB_MODULE(_core, m) {
   m.attr("STEP_MS") = kStepMs;
   m.attr("MIN_WINDOW") = kMinWindow;
   m.attr("MAX_WINDOW") = kMaxWindow;
+  m.attr("INITIAL_WINDOW") = kInitialWindow;
   m.attr("DELAY_UNIT_MS") = kDelayUnitMs;
   m.attr("DELAY_TOP_MS") = kDelayTopMs;
   m.attr("RATE_UNIT_MBPS") = kRateUnitMbps;
@@ -101,7 +102,8 @@ NB_MODULE(_core, m) {
   m.attr("ACTIONS") = actions;
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
   m.def("closest_action", &closest_action, "window"_a, "target"_a);
-  m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "acked"_a);
+  m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "ceiling"_a);
+  m.def("growth_ceiling", &growth_ceiling, "pipe_packets"_a);
 
   nb::class_<LinkSpec>(m, "LinkSpec")
       .def_ro("name", &LinkSpec::name)
@@ -189,7 +191,7 @@ NB_MODULE(_core, m) {
         if (action < 0 || action >= kNumActions) throw std::invalid_argument("action out of range");
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
-      "A learned policy's action: the new window (no growth before the flow's first ACK).")
+      "A learned policy's action: the new window (grown at most to the growth ceiling).")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
         check_flow(s, flow);
         auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action, s.now_ms());
@@ -197,7 +199,10 @@ NB_MODULE(_core, m) {
       }, "previous_action"_a, "flow"_a = 0)
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
-        return feature_dict(s.sender(flow).features().values());
+        const Features& f = s.sender(flow).features();
+        nb::dict d = feature_dict(f.values());
+        d["pipe_packets"] = f.pipe_packets();
+        return d;
       }, "flow"_a = 0)
       .def("step_stats", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);

@@ -10,6 +10,14 @@ namespace ccgym {
 inline constexpr double kStepMs = 10;  // one decision per 10 ms (Indigo)
 inline constexpr double kMinWindow = 1;
 inline constexpr double kMaxWindow = 5000;
+// Linux's initial window (RFC 6928), the classic schemes' and the learned policy's.
+inline constexpr double kInitialWindow = 10;
+// Once ACKs flow, a learned policy may grow its window to this many times the pipe they
+// have shown (delivery rate x min RTT), or to kInitialWindow: at most a doubling per RTT,
+// as slow start grows. Without the limit a policy could double every step (32 times per
+// 320 ms RTT): on Indigo's Poisson traces, whose first seconds deliver a packet per
+// 100 ms, policies reached windows of 2560 before the first RTT ended and queued seconds.
+inline constexpr double kGrowthPipes = 2;
 
 enum class Op : uint8_t { kMultiply, kAdd };
 struct Action {
@@ -40,15 +48,20 @@ inline double apply_action(double window, int action) {
   return std::clamp(next, kMinWindow, kMaxWindow);
 }
 
-// The window after a learned policy's action, in the simulator, the environments and
-// the UDP sender alike. Before the flow's first ACK (acked false) the window may shrink
-// but not grow, as TCP keeps its initial window for the first RTT: until the link has
-// answered, every link looks the same to the policy (its features are all zero), and
-// growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by
-// orders of magnitude and costs seconds of queue.
-inline double apply_policy_action(double window, int action, bool acked) {
+// The most a learned policy may grow its window to: nothing before the flow's first ACK
+// (pipe_packets < 0), as TCP keeps its initial window for the first RTT: until the link has
+// answered, every link looks the same to the policy (its features are all zero), and growing
+// blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of magnitude
+// and costs seconds of queue. Then kGrowthPipes times the pipe measured, or kInitialWindow.
+inline double growth_ceiling(double pipe_packets) {
+  return pipe_packets < 0 ? 0 : std::max(kInitialWindow, kGrowthPipes * pipe_packets);
+}
+
+// The window after a learned policy's action, in the simulator, the environments and the UDP
+// sender alike: it may shrink freely, and grow up to the ceiling (never below where it is).
+inline double apply_policy_action(double window, int action, double ceiling) {
   const double next = apply_action(window, action);
-  return acked ? next : std::min(next, window);
+  return next <= window ? next : std::max(window, std::min(next, ceiling));
 }
 
 // The action whose result is closest to the target window (the expert's choice);

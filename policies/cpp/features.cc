@@ -62,6 +62,11 @@ double log_scaled(double x, double unit, double top) {
   return std::log1p(std::max(0.0, x) / unit) / std::log1p(top / unit);
 }
 
+double Features::pipe_packets() const {
+  if (!have_sample_) return -1;
+  return values_.delivery_rate_mbps / kBytesPerMsToMbps * values_.min_rtt_ms / packet_bytes_;
+}
+
 std::array<float, kObsDim> Features::observation(double window, int previous_action,
                                                  double now_ms) const {
   std::array<float, kObsDim> obs{};
@@ -76,10 +81,9 @@ std::array<float, kObsDim> Features::observation(double window, int previous_act
         log_scaled(values_.last_rtt_ms - values_.min_rtt_ms, kDelayUnitMs, kDelayTopMs));
     obs[6] = static_cast<float>(
         log_scaled(now_ms - values_.last_ack_ms, kDelayUnitMs, kDelayTopMs));
-    const double pipe_packets = values_.delivery_rate_mbps / kBytesPerMsToMbps *
-                                values_.min_rtt_ms / packet_bytes_;
-    if (pipe_packets > 0) {
-      const double ratio = std::log2(window / pipe_packets) / kPipeRatioLog2Top;
+    const double pipe = pipe_packets();
+    if (pipe > 0) {
+      const double ratio = std::log2(window / pipe) / kPipeRatioLog2Top;
       obs[kObsSignedIndex] = static_cast<float>(std::clamp(ratio, -1.0, 1.0));
     }
     obs[8] = static_cast<float>(values_.loss_ewma);

@@ -77,6 +77,8 @@ class Features {
   void on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_ms);
 
   const FeatureValues& values() const { return values_; }
+  // The pipe the ACKs show, EWMA delivery rate x min RTT, in datagrams; -1 before the first.
+  double pipe_packets() const;
   // The scaled observation at now_ms (sender clock) for a window and the previous action.
   std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
 

@@ -8,12 +8,11 @@
 
 namespace ccgym {
 
-// Applies `action` to `window` (the flow's ExternalWindow), obeying the no-growth-
-// before-the-first-ACK rule of apply_policy_action; `features` are the flow's. Returns
-// the new window.
+// Applies `action` to `window` (the flow's ExternalWindow), within the growth ceiling of the
+// pipe the flow's `features` measure (apply_policy_action). Returns the new window.
 inline double take_policy_action(const Features& features, ExternalWindow& window, int action) {
-  const bool acked = features.values().min_rtt_ms > 0;  // 0 until the first ACK
-  window.set_window(apply_policy_action(window.window_size(), action, acked));
+  const double ceiling = growth_ceiling(features.pipe_packets());
+  window.set_window(apply_policy_action(window.window_size(), action, ceiling));
   return window.window_size();
 }
 

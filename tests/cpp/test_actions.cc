@@ -22,11 +22,22 @@ TEST(Actions, IndigoSetClampedToTheWindowRange) {
 }
 
 TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
-  EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, /*acked=*/false), 10);
-  EXPECT_DOUBLE_EQ(apply_policy_action(10, kPlus10, false), 10);
-  EXPECT_DOUBLE_EQ(apply_policy_action(10, kHalve, false), 5);
-  EXPECT_DOUBLE_EQ(apply_policy_action(10, kMinus10, false), kMinWindow);
-  EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, /*acked=*/true), 20);
+  const double before_ack = growth_ceiling(-1);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, before_ack), 10);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kPlus10, before_ack), 10);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kHalve, before_ack), 5);
+  EXPECT_DOUBLE_EQ(apply_policy_action(10, kMinus10, before_ack), kMinWindow);
+}
+
+TEST(Actions, PolicyGrowsAtMostToTwiceThePipeOrTheInitialWindow) {
+  EXPECT_DOUBLE_EQ(growth_ceiling(0.5), kInitialWindow);  // a packet per two RTTs
+  EXPECT_DOUBLE_EQ(growth_ceiling(30), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30)), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kPlus10, growth_ceiling(30)), 50);
+  EXPECT_DOUBLE_EQ(apply_policy_action(4, kDouble, growth_ceiling(1)), 8);
+  // Above the ceiling (the pipe shrank) the window stays unless the policy shrinks it.
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kPlus1, growth_ceiling(30)), 100);
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kMinus10, growth_ceiling(30)), 90);
 }
 
 TEST(Actions, ExpertPicksTheClosestResult) {

@@ -494,14 +494,13 @@ def test_policy_runtime_refuses_another_observation_version(tmp_path: Path) -> N
             assert f"trained on observation version {version}" in result.stderr
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
-def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
-    """A policy that always says +10 grows the window by 10 per 10 ms step."""
-    rng = np.random.default_rng(5)
-    model = tmp_path / "plus10.onnx"
+def _run_constant_policy(tmp_path: Path, action: str) -> tuple[np.ndarray, np.ndarray]:
+    """(window, time of each row) of a 1 s loopback run of a policy that always says action."""
+    model = tmp_path / f"always{action.replace('/', 'half')}.onnx"
     out_b = np.zeros((1, NUM_ACTIONS), np.float32)
-    out_b[0, _core.ACTION_NAMES.index("+10")] = 10.0
-    _lstm_onnx(model, rng, np.zeros((HIDDEN, NUM_ACTIONS), np.float32), out_b)
+    out_b[0, _core.ACTION_NAMES.index(action)] = 10.0
+    _lstm_onnx(model, np.random.default_rng(5), np.zeros((HIDDEN, NUM_ACTIONS), np.float32),
+               out_b)
     slog = tmp_path / "sender.tsv"
     with started(BIN["ccgym-receiver"], "--port", "0") as receiver:
         port = listening_port(receiver)
@@ -510,17 +509,28 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
             finish(sender, timeout=10)
         stop(receiver)
     s, _ = read_log(slog)
-    window = s["window"]
-    t = np.where(s["event"] == "ack", s["ack_ms"], s["send_ms"])  # when each row happened
-    assert np.all(np.diff(window) >= 0) and np.all(window % 10 == 0) and window.min() >= 10
-    # A step at 0 before the first send (as in the simulator) cannot grow the window:
-    # no ACK yet. Then at most one step per 10 ms (at 10, 20, ... ms).
-    assert window[0] == 10
-    assert np.all(window <= 10 + 10 * np.floor(t / 10) + 1e-9)
-    # And a step every 10 ms, give or take a wakeup that came late on a busy machine.
-    late = t > 500
-    assert np.all(window[late] >= 0.5 * (10 + 10 * np.floor(t[late] / 10)))
-    assert window.max() >= 500
+    return s["window"], np.where(s["event"] == "ack", s["ack_ms"], s["send_ms"])
+
+
+@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
+def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
+    """A policy that always says -1 shrinks the window by one packet per 10 ms step."""
+    window, t = _run_constant_policy(tmp_path, "-1")
+    assert window[0] == _core.INITIAL_WINDOW - 1  # the step at 0, before the first send
+    assert np.all(np.diff(window) <= 0) and np.all(window % 1 == 0) and window.min() == 1
+    # At most one step per 10 ms (at 0, 10, 20, ... ms)...
+    assert np.all(window >= _core.INITIAL_WINDOW - 1 - np.floor(t / 10) - 1e-9)
+    # ...and a step every 10 ms, give or take wakeups that come late on a busy machine: the
+    # nine steps down to 1 take 90 ms.
+    assert np.all(window[t > 250] == 1)
+
+
+@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
+def test_sender_grows_no_further_than_the_pipe_allows(tmp_path: Path) -> None:
+    """Loopback's pipe (rate x min RTT) is under a packet: +10 every step leaves the window at
+    the initial one, the growth ceiling (actions.hh)."""
+    window, _ = _run_constant_policy(tmp_path, "+10")
+    assert len(window) > 100 and np.all(window == _core.INITIAL_WINDOW)
 
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")

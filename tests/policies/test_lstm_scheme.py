@@ -35,7 +35,8 @@ def test_scheme_runs_in_eval_from_a_run_folder(run_dir) -> None:
 
 def test_scheme_applies_the_policys_actions(run_dir) -> None:
     """Window after each decision == apply_policy_action(window before, the policy's action
-    on the observation it was shown, whether an ACK came), for two flows in one call."""
+    on the observation it was shown, the growth ceiling of the pipe measured), for two flows
+    in one call."""
     policy = LstmPolicy.load(run_dir / "policy.pt")
     sims = [_core.Simulator(LINK, [("external", 0.0, -1.0)], s) for s in (1, 2)]
     link = link_from_spec(LINK)
@@ -46,11 +47,12 @@ def test_scheme_applies_the_policys_actions(run_dir) -> None:
     for k in range(100):
         obs = np.stack([s.sim.observation(int(p)) for s, p in zip(slots, previous)])
         before = [s.sim.window() for s in slots]
+        ceilings = [_core.growth_ceiling(s.sim.features()["pipe_packets"]) for s in slots]
         expected, state = policy.act(obs, state, np.full(2, k == 0))
         scheme.decide(slots)
         for i, s in enumerate(slots):
-            acked = s.sim.features()["min_rtt_ms"] > 0
-            assert s.sim.window() == _core.apply_policy_action(before[i], int(expected[i]), acked)
+            assert s.sim.window() == _core.apply_policy_action(before[i], int(expected[i]),
+                                                               ceilings[i])
         np.testing.assert_array_equal(scheme.previous_actions, expected)
         previous = expected
         _core.run_all_until(sims, (k + 1) * _core.STEP_MS, 1)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/cpp/packet.hh"
+#include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 
 namespace ccgym::schemes {
@@ -54,8 +55,6 @@ void check_param(bool ok, const std::string& scheme, const std::string& name, co
 void check_window_param(const std::string& scheme, const std::string& name, double value);
 
 inline constexpr double kPacketBytes = kDataPacketBytes;
-// Linux's initial window (RFC 6928).
-inline constexpr double kInitialWindow = 10;
 // An upper bound on every scheme's window, as a receive window would be: without
 // it a loss-based scheme on an infinite queue grows without limit. 20000 packets
 // is 30 MB, above the BDP of any link in the gym (1 Gbit/s x 200 ms = 16667).
