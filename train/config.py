@@ -11,9 +11,8 @@ reads it back from there.
                  validation_fallback
     [model]      hidden_size
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
-                 class_weight_power, bptt_len, epochs, episodes_per_epoch, average_decay,
-                 batch_size, patience, min_delta, holdout_fraction, oracle_duration_s,
-                 causal_expert
+                 class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
+                 holdout_fraction, oracle_duration_s, causal_expert
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -37,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, PROBABILITY, broken_rule,
-                                 rule)
+from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, rule
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
 
@@ -124,16 +122,6 @@ class DaggerSection:
     bptt_len: int = field(default=50, metadata=POSITIVE)
     # Passes over the aggregated dataset per iteration.
     epochs: int = field(default=4, metadata=POSITIVE)
-    # Episodes each pass trains on, drawn at random from the aggregated dataset; 0: all of them.
-    # Retraining on everything makes iteration k cost k times the first (the cellular run's
-    # iterations grew from 13 to 79 s); a bounded pass keeps them alike, so that a time budget
-    # buys more iterations, each with data from the current policy.
-    episodes_per_epoch: int = field(default=0, metadata=NON_NEGATIVE_INT)
-    # The policy that acts, is validated and is kept is an exponential moving average of the
-    # trained weights, updated every gradient step with this decay (0: the trained weights
-    # themselves). The trained weights move by a full step at every segment; their validation
-    # score swung by up to 1.4 between iterations of the cellular run.
-    average_decay: float = field(default=0.0, metadata=FRACTION)
     # Episodes per gradient batch. Small batches: many steps per pass over a small dataset.
     batch_size: int = field(default=4, metadata=POSITIVE)
     # Stop after this many iterations in which neither held-out agreement nor validation

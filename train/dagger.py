@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from torch import nn
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
@@ -47,8 +46,8 @@ if TYPE_CHECKING:
     from ccgym.envs.link_env import EnvConfig
 
 CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
-CHECKPOINT_VERSION = 3  # 2: early stopping's state as EarlyStopping.to_dict(); 3: averaged
-READABLE_VERSIONS = (1, 2, 3)
+CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
+READABLE_VERSIONS = (1, 2)
 MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
@@ -211,18 +210,14 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
                  grad_clip: float, rng: np.random.Generator,
                  weights: torch.Tensor | None = None,
-                 on_epoch: Callable[[float], object] | None = None,
-                 episodes_per_epoch: int = 0, averaged: AveragedModel | None = None) -> float:
+                 on_epoch: Callable[[float], object] | None = None) -> float:
     """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
-    label. Each epoch visits episodes_per_epoch episodes drawn at random (0: all of them);
-    averaged, when given, follows the weights after every gradient step."""
+    label."""
     loss_fn = nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
     policy.train()
     mean_loss = math.nan
     for _ in range(epochs):
         order = rng.permutation(len(episodes))
-        if episodes_per_epoch:
-            order = order[:episodes_per_epoch]
         total, count = 0.0, 0
         for first in range(0, len(order), batch_size):
             obs, labels = _batch([episodes[i] for i in order[first:first + batch_size]])
@@ -241,8 +236,6 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                 if grad_clip > 0:
                     nn.utils.clip_grad_norm_(policy.parameters(), grad_clip)
                 optimizer.step()
-                if averaged is not None:
-                    averaged.update_parameters(policy)
                 total += float(loss.detach())
                 count += valid
         mean_loss = total / max(count, 1)
@@ -285,17 +278,11 @@ class DaggerState:
     policy: LstmPolicy
     optimizer: torch.optim.Optimizer
     early_stopping: EarlyStopping  # the best iteration (policy.pt) and the patience count
-    averaged: AveragedModel | None = None  # the weights' moving average ([dagger] average_decay)
     train_episodes: list[Episode] = field(default_factory=list)
     holdout_episodes: list[Episode] = field(default_factory=list)
     reference: dict[str, float] = field(default_factory=dict)
     env_steps: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def acting_policy(self) -> LstmPolicy:
-        """The policy that rolls out, is validated and is kept: the average when there is one."""
-        return self.policy if self.averaged is None else self.averaged.module
 
     @property
     def dataset_size(self) -> int:
@@ -306,17 +293,7 @@ def new_state(config: TrainConfig) -> DaggerState:
     torch.manual_seed(config.run.seed)
     policy = LstmPolicy(hidden_size=config.model.hidden_size)
     optimizer = make_optimizer(policy, config)
-    return DaggerState(0, policy, optimizer, _early_stopping(config),
-                       make_average(policy, config))
-
-
-def make_average(policy: LstmPolicy, config: TrainConfig) -> AveragedModel | None:
-    decay = config.dagger.average_decay
-    if decay == 0:
-        return None
-    # Its first update copies the weights; it is not used before that (iteration 1's
-    # rollouts follow the expert alone).
-    return AveragedModel(policy, multi_avg_fn=get_ema_multi_avg_fn(decay))
+    return DaggerState(0, policy, optimizer, _early_stopping(config))
 
 
 def _early_stopping(config: TrainConfig, saved: dict[str, Any] | None = None) -> EarlyStopping:
@@ -355,7 +332,6 @@ def save_checkpoint(path: Path, state: DaggerState) -> None:
         "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
         "iteration": state.iteration,
         "model": state.policy.to_file_dict(),
-        "averaged": None if state.averaged is None else state.averaged.state_dict(),
         "optimizer": state.optimizer.state_dict(),
         "dataset": {"train": _episodes_to_tensors(state.train_episodes),
                     "holdout": _episodes_to_tensors(state.holdout_episodes)},
@@ -395,13 +371,10 @@ def _state_from_checkpoint(data: dict[str, Any], path: Path, config: TrainConfig
                         f"from the config's {config.model.hidden_size}")
     optimizer = make_optimizer(policy, config)
     optimizer.load_state_dict(data["optimizer"])
-    averaged = make_average(policy, config)
-    if averaged is not None and data.get("averaged") is not None:
-        averaged.load_state_dict(data["averaged"])
     torch.set_rng_state(data["rng"]["torch"])
     return DaggerState(
         iteration=int(data["iteration"]), policy=policy, optimizer=optimizer,
-        early_stopping=_early_stopping(config, _saved_early_stopping(data)), averaged=averaged,
+        early_stopping=_early_stopping(config, _saved_early_stopping(data)),
         train_episodes=_episodes_from_tensors(data["dataset"]["train"]),
         holdout_episodes=_episodes_from_tensors(data["dataset"]["holdout"]),
         reference=dict(data["reference"]), env_steps=int(data["env_steps"]),
@@ -502,7 +475,7 @@ def _iteration(run: _Run, state: DaggerState) -> None:
     config, d = run.config, run.config.dagger
     k = state.iteration + 1
     figures = _Figures(k, beta_for(k, d.beta0, d.beta_decay), learning_rate(config, k))
-    tasks = make_tasks(config, run.train_specs, k, state.acting_policy if k > 1 else None)
+    tasks = make_tasks(config, run.train_specs, k, state.policy if k > 1 else None)
     with tqdm(total=len(tasks) + d.epochs + 1, desc=f"iteration {k}/{config.run.iterations}",
               unit="stage", disable=not run.progress, leave=False) as bar:
         bar.set_postfix_str(f"rollouts, beta={figures.beta:.3f}")
@@ -517,7 +490,7 @@ def _iteration(run: _Run, state: DaggerState) -> None:
 
         bar.set_postfix_str("validation")
         ev = config.eval
-        rows = validate_policy(state.acting_policy, run.validation_links, ev.validation_length_s,
+        rows = validate_policy(state.policy, run.validation_links, ev.validation_length_s,
                                ev.runs, config.run.seed)
         figures.scores = summarize_rows(rows)
         bar.update()
@@ -549,9 +522,9 @@ def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
         state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size, d.bptt_len,
         config.optimizer.grad_clip,
         np.random.default_rng([config.run.seed, figures.iteration, SHUFFLE_STREAM]), weights,
-        on_epoch=on_epoch, episodes_per_epoch=d.episodes_per_epoch, averaged=state.averaged)
+        on_epoch=on_epoch)
     figures.agreement, figures.balanced_agreement = agreement(
-        state.acting_policy, state.holdout_episodes or state.train_episodes)
+        state.policy, state.holdout_episodes or state.train_episodes)
 
 
 def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
@@ -560,7 +533,7 @@ def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
     state.iteration = k
     state.env_steps += figures.env_steps
     if state.early_stopping.update(k, score, agreement=figures.agreement):
-        state.acting_policy.save(run.folder.policy)
+        state.policy.save(run.folder.policy)
     state.history.append({"iteration": float(k), "loss": figures.loss,
                           "agreement": figures.agreement,
                           "balanced_agreement": figures.balanced_agreement, "score": score,

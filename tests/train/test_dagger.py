@@ -12,9 +12,8 @@ import torch
 from ccgym.cli import main
 from ccgym.emulators import _core
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
-from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.dagger import (DaggerState, beta_for, load_checkpoint, make_tasks,
-                                run_rollout, save_checkpoint, train, train_epochs)
+                                run_rollout, save_checkpoint, train)
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]
 VALIDATION_LINKS = ["name=held-out,rate_mbps=18,delay_ms=15"]
@@ -192,45 +191,6 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     assert [e.step for e in events.Scalars("losses/loss")] == [1, 2, 3]
     rates = [e.value for e in events.Scalars("losses/learning_rate")]
     assert rates == pytest.approx([0.01, 0.005, 0.0025])
-
-
-def test_an_epoch_visits_episodes_per_epoch_episodes() -> None:
-    policy = LstmPolicy(hidden_size=8)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
-    rng = np.random.default_rng(0)
-    episodes = [(rng.random((20, _core.OBS_DIM), dtype=np.float32),
-                 rng.integers(0, _core.NUM_ACTIONS, 20)) for _ in range(10)]
-    # One episode per batch and one segment per episode: one gradient step per episode visited.
-    train_epochs(policy, optimizer, episodes, epochs=3, batch_size=1, bptt_len=20,
-                 grad_clip=1.0, rng=rng, episodes_per_epoch=4)
-    [param_state] = list(optimizer.state.values())[:1]
-    assert int(param_state["step"]) == 3 * 4
-
-
-def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
-    for pa, pb in zip(a.state_dict().values(), b.state_dict().values()):
-        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
-
-
-def test_the_averaged_policy_acts_is_kept_and_resumes_exactly(tmp_path: Path) -> None:
-    sections = {"run": {"iterations": 2},
-                "dagger": {"average_decay": 0.9, "episodes_per_epoch": 3, "epochs": 2}}
-    straight = train(tiny_config(**sections), tmp_path / "straight", progress=False, say=quiet)
-    assert straight.averaged is not None
-    raw, average = straight.policy, straight.acting_policy
-    assert any(not torch.equal(p, q) for p, q in zip(raw.parameters(), average.parameters()))
-
-    first_half = {**sections, "run": {"iterations": 1}}
-    half = train(tiny_config(**first_half), tmp_path / "halves", progress=False, say=quiet)
-    # Iteration 1 is the best so far, so policy.pt holds its average, not its trained weights.
-    kept = LstmPolicy.load(tmp_path / "halves" / "policy.pt")
-    assert_same_weights(kept, half.acting_policy)
-    assert any(not torch.equal(p, q) for p, q in zip(kept.parameters(), half.policy.parameters()))
-    resumed = train(tiny_config(**sections), tmp_path / "halves", resume=True, progress=False,
-                    say=quiet)
-    assert resumed.iteration == 2
-    assert_same_weights(resumed.policy, raw)
-    assert_same_weights(resumed.acting_policy, average)
 
 
 def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
