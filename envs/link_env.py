@@ -22,7 +22,7 @@ the virtual-time simulator with one "external" flow whose window the agent sets.
   while nothing arrives; the first step starts from the propagation delay); propagation:
   the link's one-way delay. The floor keeps an idle step finite (ln 0.01 = -4.6).
 - info: ideal_window (the oracle's window now), expert_action (the action from the
-  current window closest to it), window, link (name), delivered_mbps, delay_ms (the
+  current window closest to it, grown at most to the policy's growth ceiling), window, link (name), delivered_mbps, delay_ms (the
   delay of the reward).
 - episodes never terminate; they truncate after ceil(episode_ms / STEP_MS) steps.
 
@@ -265,11 +265,13 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
     def _info(self, delivered: float, delay_ms: float) -> dict[str, Any]:
         window = float(self._sim.window())
         ideal = float(self._profile.ideal.window(self._sim.now_ms))
-        return {"ideal_window": ideal, "expert_action": expert_action(window, ideal),
+        return {"ideal_window": ideal,
+                "expert_action": expert_action(window, ideal, self._sim.growth_ceiling()),
                 "window": window, "link": self._profile.name, "delivered_mbps": delivered,
                 "delay_ms": delay_ms}
 
     def expert_action(self) -> int:
         """The oracle's action now (as in the last info)."""
         window = float(self._sim.window())
-        return expert_action(window, self._profile.ideal.window(self._sim.now_ms))
+        return expert_action(window, self._profile.ideal.window(self._sim.now_ms),
+                             self._sim.growth_ceiling())

@@ -188,8 +188,9 @@ class VecLinkEnv(VectorEnv):
             windows = np.array([self._vec.window(i) for i in range(n)], dtype=np.float64)
         now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
         ideal = np.array([p.ideal.window(now) for p in self._profiles])
-        pairs = zip(windows.tolist(), ideal.tolist())
-        self._expert = np.array([expert_action(w, g) for w, g in pairs], dtype=np.int64)
+        ceilings = [self._vec.growth_ceiling(i) for i in range(n)]
+        triples = zip(windows.tolist(), ideal.tolist(), ceilings)
+        self._expert = np.array([expert_action(w, g, c) for w, g, c in triples], dtype=np.int64)
         infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
                  "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),
                  "delivered_mbps": np.asarray(delivered, dtype=np.float64),

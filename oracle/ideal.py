@@ -389,9 +389,10 @@ def _cached_fixed(spec: str, seed: int, duration_ms: float) -> FixedWindowSearch
                    lambda: best_fixed_window(spec, seed, duration_ms))
 
 
-def expert_action(window: float, ideal: float) -> int:
-    """The action whose result is closest to the ideal window (the C++ definition)."""
-    return int(_core.closest_action(window, ideal))
+def expert_action(window: float, ideal: float, ceiling: float = _core.MAX_WINDOW) -> int:
+    """The action whose result, grown at most to the ceiling (the policy's growth ceiling), is
+    closest to the ideal window (the C++ definition)."""
+    return int(_core.closest_action(window, ideal, ceiling))
 
 
 def oracle_cache_dir() -> Path:

@@ -101,7 +101,7 @@ NB_MODULE(_core, m) {
     actions.append(nb::make_tuple(a.op == Op::kMultiply ? "*" : "+", a.value));
   m.attr("ACTIONS") = actions;
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
-  m.def("closest_action", &closest_action, "window"_a, "target"_a);
+  m.def("closest_action", &closest_action, "window"_a, "target"_a, "ceiling"_a = kMaxWindow);
   m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "ceiling"_a);
   m.def("growth_ceiling", &growth_ceiling, "pipe_packets"_a);
 
@@ -197,6 +197,10 @@ NB_MODULE(_core, m) {
         auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action, s.now_ms());
         return to_numpy<float>(std::vector<float>(obs.begin(), obs.end()));
       }, "previous_action"_a, "flow"_a = 0)
+      .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return growth_ceiling(s.sender(flow).features().pipe_packets());
+      }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         const Features& f = s.sender(flow).features();
@@ -237,7 +241,7 @@ NB_MODULE(_core, m) {
   nb::class_<VecSimulator>(m, "VecSimulator")
       .def(nb::init<std::size_t, int>(), "n"_a, "threads"_a = 1)
       .def("__len__", &VecSimulator::size)
-      .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = 10.0)
+      .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = kInitialWindow)
       .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions) {
         if (actions.shape(0) != v.size()) throw std::invalid_argument("one action per environment");
         nb::gil_scoped_release release;
@@ -254,5 +258,8 @@ NB_MODULE(_core, m) {
         return to_numpy_2d<double>(std::move(out), v.size(), kStatColumns);
       }, "The last step's statistics, one row per simulation, columns STAT_*.")
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
-      .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a);
+      .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
+      .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
+        return growth_ceiling(v.sim(i).sender(0).features().pipe_packets());
+      }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
 }

@@ -64,13 +64,14 @@ inline double apply_policy_action(double window, int action, double ceiling) {
   return next <= window ? next : std::max(window, std::min(next, ceiling));
 }
 
-// The action whose result is closest to the target window (the expert's choice);
-// ties go to the smaller change.
-inline int closest_action(double window, double target) {
+// The action whose result, under the growth ceiling, is closest to the target window (the
+// expert's choice); ties go to the smaller change, so that an expert held back by the ceiling
+// asks for no more growth than it can get.
+inline int closest_action(double window, double target, double ceiling = kMaxWindow) {
   int best = kHoldAction;
-  double best_gap = std::abs(apply_action(window, kHoldAction) - target);
+  double best_gap = std::abs(apply_policy_action(window, kHoldAction, ceiling) - target);
   for (int a = 0; a < kNumActions; ++a) {
-    const double gap = std::abs(apply_action(window, a) - target);
+    const double gap = std::abs(apply_policy_action(window, a, ceiling) - target);
     if (gap < best_gap - 1e-9) {
       best = a;
       best_gap = gap;

@@ -48,6 +48,9 @@ TEST(Actions, ExpertPicksTheClosestResult) {
   EXPECT_EQ(closest_action(40, 37), kMinus1);
   for (int a = 0; a < kNumActions; ++a) EXPECT_STRNE(kActionNames[static_cast<std::size_t>(a)], "");
   EXPECT_EQ(closest_action(100, 40), kHalve);
+  // Held at a ceiling of 20, x2 and +10 both reach 20: the smaller change is asked for.
+  EXPECT_EQ(closest_action(15, 40, 20), kPlus10);
+  EXPECT_EQ(closest_action(15, 40, growth_ceiling(-1)), kKeep);  // before the first ACK
 }
 
 }  // namespace

@@ -75,8 +75,9 @@ def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DaggerState]:
     run_dir = tmp_path_factory.mktemp("dagger") / "run"
-    # With the reference lines: the oracle and one baseline on the validation link.
-    config = tiny_config(eval={"baselines": ["fixed:20"], "oracle": True})
+    # With the reference lines: the oracle and one baseline on the validation link. Ten
+    # epochs: the expert's labels while the growth ceiling holds the window take more to learn.
+    config = tiny_config(eval={"baselines": ["fixed:20"], "oracle": True}, dagger={"epochs": 10})
     state = train(config, run_dir, progress=False, say=quiet)
     return run_dir, state
 
