@@ -22,8 +22,8 @@ the virtual-time simulator with one "external" flow whose window the agent sets.
   while nothing arrives; the first step starts from the propagation delay); propagation:
   the link's one-way delay. The floor keeps an idle step finite (ln 0.01 = -4.6).
 - info: ideal_window (the oracle's window now), expert_action (the action from the
-  current window closest to it, grown at most to the policy's growth ceiling), window, link (name), delivered_mbps, delay_ms (the
-  delay of the reward).
+  current window closest to it, grown at most to the policy's growth ceiling), window,
+  link (name), delivered_mbps, delay_ms (the delay of the reward).
 - episodes never terminate; they truncate after ceil(episode_ms / STEP_MS) steps.
 
 Seeding: reset(seed=s) seeds np_random, which draws each episode's link and simulation
