@@ -103,7 +103,8 @@ NB_MODULE(_core, m) {
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
   m.def("closest_action", &closest_action, "window"_a, "target"_a, "ceiling"_a = kMaxWindow);
   m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "ceiling"_a);
-  m.def("growth_ceiling", &growth_ceiling, "pipe_packets"_a);
+  m.def("growth_ceiling", nb::overload_cast<double, double>(&growth_ceiling), "pipe_packets"_a,
+        "ms_since_ack"_a);
 
   nb::class_<LinkSpec>(m, "LinkSpec")
       .def_ro("name", &LinkSpec::name)
@@ -189,7 +190,7 @@ NB_MODULE(_core, m) {
         ExternalWindow* w = s.external(flow);
         if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
         if (action < 0 || action >= kNumActions) throw std::invalid_argument("action out of range");
-        return take_policy_action(s.sender(flow).features(), *w, action);
+        return take_policy_action(s.sender(flow).features(), *w, action, s.now_ms());
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
@@ -199,7 +200,7 @@ NB_MODULE(_core, m) {
       }, "previous_action"_a, "flow"_a = 0)
       .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
-        return growth_ceiling(s.sender(flow).features().pipe_packets());
+        return growth_ceiling(s.sender(flow).features(), s.now_ms());
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
@@ -260,6 +261,6 @@ NB_MODULE(_core, m) {
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
-        return growth_ceiling(v.sim(i).sender(0).features().pipe_packets());
+        return growth_ceiling(v.sim(i).sender(0).features(), v.sim(i).now_ms());
       }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
 }

@@ -12,7 +12,7 @@ inline constexpr double kMinWindow = 1;
 inline constexpr double kMaxWindow = 5000;
 // Linux's initial window (RFC 6928), the classic schemes' and the learned policy's.
 inline constexpr double kInitialWindow = 10;
-// Once ACKs flow, a learned policy may grow its window to this many times the pipe they
+// While ACKs flow, a learned policy may grow its window to this many times the pipe they
 // have shown (delivery rate x min RTT), or to kInitialWindow: at most a doubling per RTT,
 // as slow start grows. Without the limit a policy could double every step (32 times per
 // 320 ms RTT): on Indigo's Poisson traces, whose first seconds deliver a packet per
@@ -48,13 +48,17 @@ inline double apply_action(double window, int action) {
   return std::clamp(next, kMinWindow, kMaxWindow);
 }
 
-// The most a learned policy may grow its window to: nothing before the flow's first ACK
-// (pipe_packets < 0), as TCP keeps its initial window for the first RTT: until the link has
-// answered, every link looks the same to the policy (its features are all zero), and growing
-// blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of magnitude
-// and costs seconds of queue. Then kGrowthPipes times the pipe measured, or kInitialWindow.
-inline double growth_ceiling(double pipe_packets) {
-  return pipe_packets < 0 ? 0 : std::max(kInitialWindow, kGrowthPipes * pipe_packets);
+// The most a learned policy may grow its window to (0: not at all). Nothing before the flow's
+// first ACK (pipe_packets < 0), as TCP keeps its initial window for the first RTT: until the
+// link has answered, every link looks the same to the policy (its features are all zero), and
+// growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of
+// magnitude and costs seconds of queue. Nothing either when no ACK came in the last step (an
+// outage, a stalled uplink): TCP's window grows only on ACKs, and policies grew theirs through
+// ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. Otherwise
+// kGrowthPipes times the pipe measured, or kInitialWindow.
+inline double growth_ceiling(double pipe_packets, double ms_since_ack) {
+  if (pipe_packets < 0 || ms_since_ack > kStepMs) return 0;
+  return std::max(kInitialWindow, kGrowthPipes * pipe_packets);
 }
 
 // The window after a learned policy's action, in the simulator, the environments and the UDP

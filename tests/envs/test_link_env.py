@@ -68,7 +68,7 @@ def test_info_carries_the_oracle_and_the_step():
         _, _, _, _, info = env.step(_core.HOLD_ACTION)
     # Then it grows, to at most twice the pipe the ACKs have shown (or the initial window).
     for _ in range(30):
-        ceiling = _core.growth_ceiling(env._sim.features()["pipe_packets"])
+        ceiling = env._sim.growth_ceiling()
         before = info["window"]
         _, _, _, _, info = env.step(_core.ACTION_NAMES.index("x2"))
         assert info["window"] == max(before, min(2 * before, ceiling))

@@ -47,7 +47,7 @@ def test_scheme_applies_the_policys_actions(run_dir) -> None:
     for k in range(100):
         obs = np.stack([s.sim.observation(int(p)) for s, p in zip(slots, previous)])
         before = [s.sim.window() for s in slots]
-        ceilings = [_core.growth_ceiling(s.sim.features()["pipe_packets"]) for s in slots]
+        ceilings = [s.sim.growth_ceiling() for s in slots]
         expected, state = policy.act(obs, state, np.full(2, k == 0))
         scheme.decide(slots)
         for i, s in enumerate(slots):
