@@ -89,9 +89,6 @@ class EnvConfig:
     # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
     oracle_duration_ms: float | None = field(default=None,
                                              metadata=optional(at_least(_core.STEP_MS)))
-    # On trace links, an expert that counts only the past RTT (oracle.ideal.CAUSAL_LOOKBACKS)
-    # instead of the best-scoring count, which looks ahead.
-    causal_expert: bool = False
 
     def __post_init__(self) -> None:
         broken = broken_rule(self)
@@ -148,11 +145,10 @@ class LinkProfile:
 
 
 @lru_cache(maxsize=4096)
-def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
-                 causal_expert: bool = False) -> LinkProfile:
+def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None) -> LinkProfile:
     delay = _core.parse_link_spec(link.spec).delay_ms
     return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms, causal_expert))
+                       ideal_window(link.spec, oracle_seed, oracle_duration_ms))
 
 
 # The scaled delay, rates and window have no upper bound; the largest float32 says so in
@@ -227,7 +223,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
         self._profile = link_profile(self.links[index], self.config.oracle_seed,
-                                     self.config.oracle_duration_ms, self.config.causal_expert)
+                                     self.config.oracle_duration_ms)
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
         self._sim.set_window(self.config.initial_window)

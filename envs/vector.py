@@ -160,7 +160,7 @@ class VecLinkEnv(VectorEnv):
     def _reset_slot(self, i: int) -> None:
         index, sim_seed = draw_episode(self._rngs[i], len(self.links))
         profile = link_profile(self.links[index], self.config.oracle_seed,
-                               self.config.oracle_duration_ms, self.config.causal_expert)
+                               self.config.oracle_duration_ms)
         self._vec.reset(i, profile.spec, sim_seed, self.config.initial_window)
         self._profiles[i] = profile
         self._names[i] = profile.name

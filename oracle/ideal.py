@@ -62,9 +62,6 @@ MARGIN_BOUNDS = (0.05, 20.0)
 # and 7 recorded cellular links (each trace run once, the best of margins 0.8-1.5): a mean
 # score of -2.47 and -2.37 looking wholly ahead, -2.29 and -2.18 with three quarters behind.
 LOOKBACKS = (0.0, 0.25, 0.5, 0.75, 1.0)
-# A causal expert counts only the RTT that has passed: what a sender filling the link could
-# have measured, so that a policy imitating it is asked nothing it could not know.
-CAUSAL_LOOKBACKS = (1.0,)
 # A fixed window is a whole number of packets (the sender keeps in_flight + 1 <= window).
 # The fixed scheme accepts windows up to 20000; the stepped interface clamps to MAX_WINDOW.
 FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
@@ -315,16 +312,16 @@ def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None =
                                           FIXED_WINDOW_BOUNDS, exact=[bdp]))
 
 
-def best_trace_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
-                      lookbacks: Sequence[float] = LOOKBACKS) -> TraceWindowSearch:
+def best_trace_window(link_spec: str, seed: int = 1,
+                      duration_ms: float | None = None) -> TraceWindowSearch:
     """The trace window with the best score. Each lookback is scored at margin 1, then the
     margin is searched at the best one."""
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
-    by_lookback = [ideal.with_lookback(lookback) for lookback in lookbacks]
+    by_lookback = [ideal.with_lookback(lookback) for lookback in LOOKBACKS]
     scores = schedule_scores(link_spec, [stepped_schedule(candidate, duration)
                                          for candidate in by_lookback], seed, duration)
-    best = max(range(len(lookbacks)), key=lambda i: (_rank(scores[i]), -i))
+    best = max(range(len(LOOKBACKS)), key=lambda i: (_rank(scores[i]), -i))
     ideal = by_lookback[best]
     known = {1.0: scores[best]}  # margin 1 at this lookback was just scored
 
@@ -341,28 +338,26 @@ def best_trace_window(link_spec: str, seed: int = 1, duration_ms: float | None =
 
 # ---------------------------------------------------------------- choosing and caching
 
-_MEMORY: dict[tuple[str, int, float, bool], IdealWindow] = {}
+_MEMORY: dict[tuple[str, int, float], IdealWindow] = {}
 
 
-def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
-                 causal: bool = False) -> IdealWindow:
-    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule
-    (causal: one that counts only the past RTT, CAUSAL_LOOKBACKS).
+def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None) -> IdealWindow:
+    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule.
 
-    Searches are cached per (spec, seed, duration, causal) in the process and on disk.
+    Searches are cached per (spec, seed, duration) in the process and on disk.
     """
     canonical = _core.parse_link_spec(link_spec).to_string()
     duration = default_duration_ms(canonical) if duration_ms is None else float(duration_ms)
-    key = (canonical, int(seed), duration, causal)
+    key = (canonical, int(seed), duration)
     if key not in _MEMORY:
-        _MEMORY[key] = _compute_ideal(canonical, int(seed), duration, causal)
+        _MEMORY[key] = _compute_ideal(canonical, int(seed), duration)
     return _MEMORY[key]
 
 
-def _compute_ideal(spec: str, seed: int, duration_ms: float, causal: bool) -> IdealWindow:
+def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     parsed = _core.parse_link_spec(spec)
     if parsed.data_trace:
-        return _trace_ideal(spec, seed, duration_ms, causal)
+        return _trace_ideal(spec, seed, duration_ms)
     if is_plain_constant_link(spec):
         bdp = bdp_packets(parsed.rate_mbps, parsed.delay_ms)
         # A window outside the sender's range cannot be set: the nearest one can.
@@ -371,13 +366,12 @@ def _compute_ideal(spec: str, seed: int, duration_ms: float, causal: bool) -> Id
     return ConstantIdealWindow(fixed.window, "search", fixed.score)
 
 
-def _trace_ideal(spec: str, seed: int, duration_ms: float, causal: bool) -> IdealWindow:
+def _trace_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
     count of any one RTT is mostly noise and a steady window can do better."""
-    lookbacks = CAUSAL_LOOKBACKS if causal else LOOKBACKS
-    trace = _cached("causal-trace" if causal else "trace", TraceWindowSearch, spec, seed,
-                    duration_ms, lambda: best_trace_window(spec, seed, duration_ms, lookbacks))
+    trace = _cached("trace", TraceWindowSearch, spec, seed, duration_ms,
+                    lambda: best_trace_window(spec, seed, duration_ms))
     fixed = _cached_fixed(spec, seed, duration_ms)
     if _rank(fixed.score) > _rank(trace.score):
         return ConstantIdealWindow(fixed.window, "search", fixed.score)

@@ -12,7 +12,7 @@ reads it back from there.
     [model]      hidden_size
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, causal_expert
+                 holdout_fraction, oracle_duration_s
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -134,10 +134,6 @@ class DaggerSection:
     # Poisson link), seconds; 0: as `ccgym eval` runs the link (a trace once). Recorded traces
     # last up to 15 minutes, and varied links each need their own search: a minute suffices.
     oracle_duration_s: float = field(default=0.0, metadata=NON_NEGATIVE)
-    # On trace links, label with an expert that counts only the past min RTT's deliveries
-    # (what a sender filling the link could have measured) instead of the oracle's best count,
-    # which looks ahead: a policy cannot learn to foresee a trace, only to follow it.
-    causal_expert: bool = False
 
 
 @dataclass

@@ -75,22 +75,6 @@ def test_info_carries_the_oracle_and_the_step():
     assert info["window"] > 40  # past the BDP within 300 ms (7 RTTs)
 
 
-def test_a_causal_expert_labels_with_the_causal_ideal(tmp_path):
-    from ccgym.oracle.ideal import ideal_window
-
-    # 1 s at 12 Mbit/s, then 1 s at 3 Mbit/s: the looking-ahead and the causal count differ.
-    stamps = [*range(1, 1001), *range(1004, 2001, 4)]
-    trace = tmp_path / "square.trace"
-    trace.write_text("".join(f"{t}\n" for t in stamps))
-    spec = f"trace={trace},delay_ms=20"
-    env = LinkEnv(links=[spec], episode_ms=2000, oracle_duration_ms=2000, causal_expert=True)
-    causal = ideal_window(spec, duration_ms=2000, causal=True)
-    _, info = env.reset(seed=1)
-    for step in range(1, 150):
-        _, _, _, _, info = env.step(_core.HOLD_ACTION)
-        assert info["ideal_window"] == pytest.approx(causal.window(step * _core.STEP_MS))
-
-
 def test_first_rewards_worked_out_by_hand():
     # 10 packets leave at 0, take the opportunities at 1..10 ms and arrive 20 ms later:
     # nothing arrives in the first two steps (the delay grows from 20 ms by 10 ms a step,

@@ -136,16 +136,6 @@ def test_trace_oracle_follows_the_rate_and_beats_the_bdp(tmp_path):
     assert summary.score > summary.bdp_score
 
 
-def test_the_causal_expert_counts_the_rtt_behind_now(tmp_path):
-    spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
-    causal = ideal_window(spec, duration_ms=SHORT_MS, causal=True)
-    assert isinstance(causal, TraceIdealWindow) and causal.lookback == 1.0
-    # The slow second ends at 2000 ms: 40 ms later the count is the fast one's, not before.
-    assert causal.window(2000) == pytest.approx(causal.margin * 10)
-    assert causal.window(2040) == pytest.approx(causal.margin * 40)
-    assert ideal_window(spec, duration_ms=SHORT_MS) is not causal
-
-
 def test_trace_oracle_takes_the_better_of_the_counted_and_the_steady_window(tmp_path):
     # Exponential gaps of 1.2 ms (10 Mbit/s): the count of the RTT ahead is mostly noise,
     # and a steady window beats it; the oracle keeps whichever of its searches scored best.
