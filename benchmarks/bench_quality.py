@@ -7,12 +7,14 @@ Evaluates lstm:RUN, the oracle and every baseline on each link group:
   cellular-generated  synthetic cellular-like traces, and
   cellular-real       recorded traces (needs ../shared/data): goal a mean score gap
                       to the omniscient bound under 0.9;
+  recorded-unseen     (on request) held-out recordings in setups no training config
+                      names: other delays, buffers and ACK paths (needs the shared data);
 and on every group, a better mean score than every baseline. Several policies (the same
 config at several seeds) are scored side by side, and each figure is also given as the mean
 and spread (min, max) over them. Leaderboards go to stderr; one JSON object to stdout.
 
   python benchmarks/bench_quality.py --policy runs/NAME [runs/NAME2 ...] [--duration-s 30|0]
-      [--groups held-out-grid,cellular-real,SET-OR-PATH ...]
+      [--groups held-out-grid,cellular-real,recorded-unseen,SET-OR-PATH ...]
 """
 
 from __future__ import annotations
@@ -28,11 +30,10 @@ import numpy as np
 from ccgym.analysis.evaluate import evaluate
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
-from ccgym.emulators.links import data_dir, resolve_links
+from ccgym.emulators.links import data_dir, needs_shared_data, resolve_links
 
 BASELINES = ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic", "bbr", "copa", "verus", "sprout"]
 CONSTANT_GROUPS = {"held-out-grid"}
-NEEDS_DATA = {"cellular-real"}
 UTILIZATION_GOAL = 0.9
 QUEUE_GOAL = 0.25  # p95 queueing delay / minimum RTT
 GAP_GOAL = 0.9     # omniscient score - policy score
@@ -95,7 +96,7 @@ def main() -> None:
     result: dict[str, Any] = {"policies": args.policy, "duration_s": args.duration_s,
                               "groups": {}}
     for group in [g.strip() for g in args.groups.split(",") if g.strip()]:
-        if group in NEEDS_DATA and data_dir() is None:
+        if needs_shared_data(group) and data_dir() is None:
             result["groups"][group] = {"skipped": "no shared data (../shared/data)"}
             continue
         links = resolve_links(None, group)
