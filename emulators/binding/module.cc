@@ -103,8 +103,8 @@ NB_MODULE(_core, m) {
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
   m.def("closest_action", &closest_action, "window"_a, "target"_a, "ceiling"_a = kMaxWindow);
   m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "ceiling"_a);
-  m.def("growth_ceiling", nb::overload_cast<double, double, double>(&growth_ceiling),
-        "pipe_packets"_a, "ms_since_ack"_a, "min_rtt_ms"_a);
+  m.def("growth_ceiling", nb::overload_cast<double, double>(&growth_ceiling), "pipe_packets"_a,
+        "ms_since_ack"_a);
 
   nb::class_<LinkSpec>(m, "LinkSpec")
       .def_ro("name", &LinkSpec::name)

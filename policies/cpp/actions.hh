@@ -52,14 +52,12 @@ inline double apply_action(double window, int action) {
 // first ACK (pipe_packets < 0), as TCP keeps its initial window for the first RTT: until the
 // link has answered, every link looks the same to the policy (its features are all zero), and
 // growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of
-// magnitude and costs seconds of queue. Nothing either in an ACK silence, no ACK for a min RTT
-// and a step (an outage, a stalled uplink): TCP's window grows only on ACKs, and policies grew
-// theirs through ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. (A
-// silence of one step would be too short: a small window's ACKs come in one burst per RTT, and
-// with growth allowed only in the step after it, policies learnt to hold a 10-packet window on
-// a 300 Mbit/s link.) Otherwise kGrowthPipes times the pipe measured, or kInitialWindow.
-inline double growth_ceiling(double pipe_packets, double ms_since_ack, double min_rtt_ms) {
-  if (pipe_packets < 0 || ms_since_ack > min_rtt_ms + kStepMs) return 0;
+// magnitude and costs seconds of queue. Nothing either when no ACK came in the last step (an
+// outage, a stalled uplink): TCP's window grows only on ACKs, and policies grew theirs through
+// ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. Otherwise
+// kGrowthPipes times the pipe measured, or kInitialWindow.
+inline double growth_ceiling(double pipe_packets, double ms_since_ack) {
+  if (pipe_packets < 0 || ms_since_ack > kStepMs) return 0;
   return std::max(kInitialWindow, kGrowthPipes * pipe_packets);
 }
 

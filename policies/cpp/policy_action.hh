@@ -10,8 +10,7 @@ namespace ccgym {
 
 // The growth ceiling (actions.hh) of a flow at now_ms (sender clock), from its features.
 inline double growth_ceiling(const Features& features, double now_ms) {
-  const FeatureValues& v = features.values();
-  return growth_ceiling(features.pipe_packets(), now_ms - v.last_ack_ms, v.min_rtt_ms);
+  return growth_ceiling(features.pipe_packets(), now_ms - features.values().last_ack_ms);
 }
 
 // Applies `action` to `window` (the flow's ExternalWindow) at now_ms, within the flow's growth

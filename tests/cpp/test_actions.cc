@@ -22,7 +22,7 @@ TEST(Actions, IndigoSetClampedToTheWindowRange) {
 }
 
 TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
-  const double before_ack = growth_ceiling(-1, 0, 0);
+  const double before_ack = growth_ceiling(-1, 0);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, before_ack), 10);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kPlus10, before_ack), 10);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kHalve, before_ack), 5);
@@ -30,22 +30,21 @@ TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
 }
 
 TEST(Actions, PolicyGrowsAtMostToTwiceThePipeOrTheInitialWindow) {
-  EXPECT_DOUBLE_EQ(growth_ceiling(0.5, 1, 40), kInitialWindow);  // a packet per two RTTs
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, 1, 40), 60);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 1, 40)), 60);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kPlus10, growth_ceiling(30, 1, 40)), 50);
-  EXPECT_DOUBLE_EQ(apply_policy_action(4, kDouble, growth_ceiling(1, 1, 40)), 8);
+  EXPECT_DOUBLE_EQ(growth_ceiling(0.5, 1), kInitialWindow);  // a packet per two RTTs
+  EXPECT_DOUBLE_EQ(growth_ceiling(30, 1), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 1)), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kPlus10, growth_ceiling(30, 1)), 50);
+  EXPECT_DOUBLE_EQ(apply_policy_action(4, kDouble, growth_ceiling(1, 1)), 8);
   // Above the ceiling (the pipe shrank) the window stays unless the policy shrinks it.
-  EXPECT_DOUBLE_EQ(apply_policy_action(100, kPlus1, growth_ceiling(30, 1, 40)), 100);
-  EXPECT_DOUBLE_EQ(apply_policy_action(100, kMinus10, growth_ceiling(30, 1, 40)), 90);
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kPlus1, growth_ceiling(30, 1)), 100);
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kMinus10, growth_ceiling(30, 1)), 90);
 }
 
 TEST(Actions, PolicyDoesNotGrowTheWindowInAnAckSilence) {
-  // A silence is longer than the min RTT (here 40 ms) and a step.
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, 40 + kStepMs, 40), 60);
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, 40 + kStepMs + 1, 40), 0);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 500, 40)), 40);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kHalve, growth_ceiling(30, 500, 40)), 20);
+  EXPECT_DOUBLE_EQ(growth_ceiling(30, kStepMs), 60);  // an ACK within the last step
+  EXPECT_DOUBLE_EQ(growth_ceiling(30, kStepMs + 1), 0);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 500)), 40);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kHalve, growth_ceiling(30, 500)), 20);
 }
 
 TEST(Actions, ExpertPicksTheClosestResult) {
@@ -58,7 +57,7 @@ TEST(Actions, ExpertPicksTheClosestResult) {
   EXPECT_EQ(closest_action(100, 40), kHalve);
   // Held at a ceiling of 20, x2 and +10 both reach 20: the smaller change is asked for.
   EXPECT_EQ(closest_action(15, 40, 20), kPlus10);
-  EXPECT_EQ(closest_action(15, 40, growth_ceiling(-1, 0, 0)), kKeep);  // before the first ACK
+  EXPECT_EQ(closest_action(15, 40, growth_ceiling(-1, 0)), kKeep);  // before the first ACK
 }
 
 }  // namespace
