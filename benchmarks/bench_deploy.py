@@ -26,8 +26,7 @@ from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.analysis.metrics import summarize
-from ccgym.deploy.harness import resolve_scheme
-from ccgym.deploy.harness import run_emulated
+from ccgym.deploy.harness import resolve_scheme, run_emulated
 from ccgym.emulators.links import Link, data_dir, link_from_spec
 
 REPO = Path(__file__).resolve().parents[1]

@@ -89,8 +89,8 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import write_outputs
-    from ccgym.analysis.evaluate import Run, aggregate, check_run_length, run_scheme
+    from ccgym.analysis.evaluate import (Run, aggregate, check_run_length, run_scheme,
+                                         write_outputs)
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
@@ -168,8 +168,7 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
     each from inside to its receiver outside, and are scored from the shell's log. Several
     flows get their shares and Jain's index."""
-    from ccgym.analysis.evaluate import write_outputs
-    from ccgym.analysis.evaluate import Run, aggregate
+    from ccgym.analysis.evaluate import Run, aggregate, write_outputs
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme

@@ -261,10 +261,8 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
     def _info(self, delivered: float, delay_ms: float) -> dict[str, Any]:
         window = float(self._sim.window())
         ideal = float(self._profile.ideal.window(self._sim.now_ms))
-        return {"ideal_window": ideal,
-                "expert_action": expert_action(window, ideal, self._sim.growth_ceiling()),
-                "window": window, "link": self._profile.name, "delivered_mbps": delivered,
-                "delay_ms": delay_ms}
+        return {"ideal_window": ideal, "expert_action": self.expert_action(), "window": window,
+                "link": self._profile.name, "delivered_mbps": delivered, "delay_ms": delay_ms}
 
     def expert_action(self) -> int:
         """The oracle's action now (as in the last info)."""

@@ -38,8 +38,6 @@ namespace {
 
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr const char* kLstmPrefix = "lstm:";
-// The window a learned policy starts from: the ExternalWindow default, as in the
-// simulator's environment.
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.

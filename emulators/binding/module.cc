@@ -103,8 +103,6 @@ NB_MODULE(_core, m) {
   m.def("apply_action", &apply_action, "window"_a, "action"_a);
   m.def("closest_action", &closest_action, "window"_a, "target"_a, "ceiling"_a = kMaxWindow);
   m.def("apply_policy_action", &apply_policy_action, "window"_a, "action"_a, "ceiling"_a);
-  m.def("growth_ceiling", nb::overload_cast<double, double>(&growth_ceiling), "pipe_packets"_a,
-        "ms_since_ack"_a);
 
   nb::class_<LinkSpec>(m, "LinkSpec")
       .def_ro("name", &LinkSpec::name)
@@ -204,10 +202,7 @@ NB_MODULE(_core, m) {
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
-        const Features& f = s.sender(flow).features();
-        nb::dict d = feature_dict(f.values());
-        d["pipe_packets"] = f.pipe_packets();
-        return d;
+        return feature_dict(s.sender(flow).features().values());
       }, "flow"_a = 0)
       .def("step_stats", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
