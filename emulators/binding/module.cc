@@ -64,6 +64,7 @@ nb::dict feature_dict(const FeatureValues& v) {
   d["send_rate_mbps"] = v.send_rate_mbps;
   d["min_rtt_ms"] = v.min_rtt_ms;
   d["last_rtt_ms"] = v.last_rtt_ms;
+  d["ack_rate_mbps"] = v.ack_rate_mbps;
   return d;
 }
 

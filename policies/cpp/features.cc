@@ -35,6 +35,15 @@ void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_m
 
   const double rtt = ack_ms - send_ms;
   const bool first = !have_sample_;
+  if (have_sample_) {
+    // ACKs in the same instant (a trace's millisecond) count as arriving at the top rate.
+    const double gap_ms = ack_ms - values_.last_ack_ms;
+    const double rate =
+        gap_ms > 0 ? std::min(kRateTopMbps, kBytesPerMsToMbps * bytes / gap_ms) : kRateTopMbps;
+    ack_rate_log_ = ewma(ack_rate_log_, std::log(std::max(rate, kRateUnitMbps)), !have_ack_gap_);
+    have_ack_gap_ = true;
+    values_.ack_rate_mbps = std::exp(ack_rate_log_);
+  }
   values_.last_rtt_ms = rtt;
   values_.min_rtt_ms = first ? rtt : std::min(values_.min_rtt_ms, rtt);
   values_.delay_ewma_ms = ewma(values_.delay_ewma_ms, rtt - values_.min_rtt_ms, first);
@@ -87,6 +96,7 @@ std::array<float, kObsDim> Features::observation(double window, int previous_act
       obs[kObsSignedIndex] = static_cast<float>(std::clamp(ratio, -1.0, 1.0));
     }
     obs[8] = static_cast<float>(values_.loss_ewma);
+    obs[9] = static_cast<float>(log_scaled(values_.ack_rate_mbps, kRateUnitMbps, kRateTopMbps));
   }
   if (previous_action >= 0 && previous_action < kNumActions) {
     obs[kObsActionOffset + previous_action] = 1.0f;

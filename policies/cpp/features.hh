@@ -14,11 +14,20 @@
 //   7 window over the pipe it measures (EWMA delivery rate x min RTT), as
 //     log2(ratio) / kPipeRatioLog2Top clipped to [-1, 1]: 0 at a full pipe, no queue
 //   8 EWMA of the fraction of datagrams found lost, per ACK (0..1)
-//   9.. previous action, one-hot (kNumActions)
+//   9 the ACKs' rate within their bursts: an ACK's bytes over the gap since the one before,
+//     averaged in the log domain (a geometric EWMA)   unit kRateUnitMbps, top kRateTopMbps
+//  10.. previous action, one-hot (kNumActions)
 // Why 4-8 (version 3): Indigo's state cannot tell a window below the pipe from one at it
 // (both show no queue), nor an ACK path that stalls from a queue that grows; the min RTT,
 // the undamped latest queueing delay, the ACK silence and the window-to-pipe ratio give
 // the policy those readings directly instead of through its memory.
+// Why 9 (version 4): a window below the pipe with no queue also shows window = pipe (feature
+// 7 reads 0), as a full pipe does, so a 10-packet window on a 300 Mbit/s, 5 ms link looked
+// like a full 12 Mbit/s link, and policies held it (4% utilization). A window sent at once
+// leaves the bottleneck at the link's rate: its ACKs come back as a train at that rate, with
+// a gap to the next window, so the train's rate over the delivery rate (feature 1) tells
+// spare capacity apart (packet pairs, as TCP Westwood and PCP probe). The log average keeps
+// one long gap between trains from hiding the trains' rate.
 // Why logarithms: a link with k times the rate or the RTT then shows the same shapes moved
 // by ln k, not stretched k-fold, so a policy carries beyond the rates and delays it trained
 // on; and ln(window) - ln(delivery rate) = ln(RTT) + const, a linear read of the RTT that a
@@ -43,14 +52,15 @@ inline constexpr double kRateTopMbps = 1000;
 // Windows count whole packets, up to kMaxWindow.
 inline constexpr double kWindowUnit = 1;
 // Bumped whenever the observation's meaning changes: a policy trained on another version
-// would read it wrongly. 1 was the linear scaling, 2 Indigo's state alone.
-inline constexpr int kObservationVersion = 3;
+// would read it wrongly. 1 was the linear scaling, 2 Indigo's state alone, 3 without the
+// ACK trains' rate.
+inline constexpr int kObservationVersion = 4;
 // Indigo's EWMA weight for a new sample.
 inline constexpr double kEwmaGain = 0.125;
 // A window 16 times the pipe (or a sixteenth of it) is as far as feature 7 tells apart.
 inline constexpr double kPipeRatioLog2Top = 4;
 // The scaled quantities, then the previous action's one-hot from kObsActionOffset.
-inline constexpr int kObsScaled = 9;
+inline constexpr int kObsScaled = 10;
 inline constexpr int kObsActionOffset = kObsScaled;
 inline constexpr int kObsDim = kObsScaled + kNumActions;
 // Observation entries that may be negative (feature 7); the others are >= 0.
@@ -67,6 +77,7 @@ struct FeatureValues {
   double last_rtt_ms = 0;
   double last_ack_ms = 0;  // sender clock of the newest ACK; 0 until the first
   double loss_ewma = 0;    // fraction of datagrams found lost, averaged per ACK
+  double ack_rate_mbps = 0;  // the ACK trains' rate (feature 9); 0 until the second ACK
 };
 
 class Features {
@@ -92,6 +103,8 @@ class Features {
   };
   FeatureValues values_;
   bool have_sample_ = false;
+  bool have_ack_gap_ = false;
+  double ack_rate_log_ = 0;  // geometric EWMA of the ACKs' rate: of ln(Mbit/s)
   double sent_bytes_ = 0;
   double delivered_bytes_ = 0;
   double delivered_ms_ = 0;

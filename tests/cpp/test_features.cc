@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "policies/cpp/features.hh"
 
@@ -93,6 +94,64 @@ TEST(Features, WindowAtThePipeReadsZeroAndDatagramsSkippedCountAsLost) {
   features.on_ack(104, kBytes, 104, 144);
   EXPECT_NEAR(features.values().loss_ewma, kEwmaGain * 3.0 / 4.0, 1e-12);
   EXPECT_GT(features.observation(40, kHoldAction, 144)[8], 0.0f);
+}
+
+// An ACK-clocked flow with a 10 ms RTT and no queue: datagram n leaves at send_ms(n) and is
+// acknowledged 10 ms later. Events run in time order, ACKs first.
+template <typename SendMs>
+Features acked_after_10ms(SendMs send_ms) {
+  struct Event {
+    double at_ms;
+    bool is_send;
+    uint64_t seq;
+  };
+  std::vector<Event> events;
+  for (uint64_t n = 0; n < 200; ++n) {
+    events.push_back({send_ms(n), true, n});
+    events.push_back({send_ms(n) + 10, false, n});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& x, const Event& y) {
+    return x.at_ms < y.at_ms || (x.at_ms == y.at_ms && !x.is_send && y.is_send);
+  });
+  Features features;
+  for (const Event& e : events) {
+    if (e.is_send) {
+      features.on_sent(e.seq, kBytes, e.at_ms);
+    } else {
+      features.on_ack(e.seq, kBytes, send_ms(e.seq), e.at_ms);
+    }
+  }
+  return features;
+}
+
+TEST(Features, AckTrainsTellSpareCapacityFromAFullPipe) {
+  // 10 datagrams per 10 ms RTT: 12 Mbit/s delivered, window at the pipe, no queue, both times.
+  // On a 300 Mbit/s bottleneck (0.04 ms a datagram) the ACKs come in trains at 300 Mbit/s;
+  // on a full 12 Mbit/s one (1 ms a datagram) they are evenly spread at 12 Mbit/s.
+  // The fast bottleneck spaced the first window by its serialization time, and the ACK clock
+  // keeps that spacing: a train every 10 ms. The full one spaces them a ms apart.
+  const Features fast = acked_after_10ms([](uint64_t n) {
+    return 10 * static_cast<double>(n / 10) + 0.04 * static_cast<double>(n % 10);
+  });
+  const Features full = acked_after_10ms([](uint64_t n) { return static_cast<double>(n); });
+  EXPECT_NEAR(fast.values().delivery_rate_mbps, full.values().delivery_rate_mbps,
+              0.1 * full.values().delivery_rate_mbps);
+  EXPECT_NEAR(full.values().ack_rate_mbps, 12, 0.5);
+  EXPECT_GT(fast.values().ack_rate_mbps, 10 * full.values().ack_rate_mbps);
+  const auto fast_obs = fast.observation(10, kHoldAction, 205);
+  const auto full_obs = full.observation(10, kHoldAction, 205);
+  EXPECT_NEAR(fast_obs[kObsSignedIndex], full_obs[kObsSignedIndex], 0.1);
+  EXPECT_FLOAT_EQ(full_obs[9], static_cast<float>(log_scaled(full.values().ack_rate_mbps,
+                                                             kRateUnitMbps, kRateTopMbps)));
+  EXPECT_GT(fast_obs[9], full_obs[9] + 0.2f);
+}
+
+TEST(Features, AcksInTheSameInstantCountAtTheTopRate) {
+  Features features;
+  for (uint64_t seq = 0; seq < 3; ++seq) features.on_sent(seq, kBytes, 0);
+  for (uint64_t seq = 0; seq < 3; ++seq) features.on_ack(seq, kBytes, 0, 20);
+  EXPECT_DOUBLE_EQ(features.values().ack_rate_mbps, kRateTopMbps);
+  EXPECT_FLOAT_EQ(features.observation(10, kHoldAction, 20)[9], 1.0f);
 }
 
 }  // namespace
