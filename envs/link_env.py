@@ -4,10 +4,10 @@ Each episode runs one link, drawn by the env's np_random from the config's links
 the virtual-time simulator with one "external" flow whose window the agent sets.
 
 - observation: Box(OBS_DIM,) float32, as the C++ core computes it (the same code the UDP
-  sender runs, observation version 3 of policies/cpp/features.hh): Indigo's state
+  sender runs, observation version 4 of policies/cpp/features.hh): Indigo's state
   (queueing-delay EWMA, delivery-rate EWMA, sending-rate EWMA, window), then min RTT, the
-  latest queueing delay, time since the last ACK, window over the measured pipe and a loss
-  EWMA, then the previous action one-hot. Never recomputed here.
+  latest queueing delay, time since the last ACK, window over the measured pipe, a loss
+  EWMA and the ACK trains' rate, then the previous action one-hot. Never recomputed here.
 - action: Discrete(NUM_ACTIONS), ACTION_NAMES (/2, -10, -1, +0, +1, +10, x2), applied to the
   window by the C++ apply_action; one step is STEP_MS (10 ms) of virtual time.
 - reward: the contest's objective, ln(throughput) - ln(delay), per step and normalized
