@@ -79,7 +79,7 @@ class LearnedPolicy {
     const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
     const int action = runner_.act(features.observation(current, previous_action_, now_ms));
-    take_policy_action(features, *window_, action, now_ms);
+    take_policy_action(features, *window_, action);
     previous_action_ = action;
     times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                    .count());

@@ -189,7 +189,7 @@ NB_MODULE(_core, m) {
         ExternalWindow* w = s.external(flow);
         if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
         if (action < 0 || action >= kNumActions) throw std::invalid_argument("action out of range");
-        return take_policy_action(s.sender(flow).features(), *w, action, s.now_ms());
+        return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
@@ -199,7 +199,9 @@ NB_MODULE(_core, m) {
       }, "previous_action"_a, "flow"_a = 0)
       .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
-        return growth_ceiling(s.sender(flow).features(), s.now_ms());
+        ExternalWindow* w = s.external(flow);
+        if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
+        return growth_ceiling(s.sender(flow).features(), *w);
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
@@ -257,6 +259,6 @@ NB_MODULE(_core, m) {
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
-        return growth_ceiling(v.sim(i).sender(0).features(), v.sim(i).now_ms());
+        return growth_ceiling(v.sim(i).sender(0).features(), *v.sim(i).external(0));
       }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
 }

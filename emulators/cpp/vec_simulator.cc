@@ -40,7 +40,7 @@ void VecSimulator::step(const int32_t* actions) {
     if (a >= kNumActions) throw std::invalid_argument("action out of range");
     s.clear_step_stats();
     if (a >= 0) {
-      take_policy_action(s.sender(0).features(), *s.external(0), a, s.now_ms());
+      take_policy_action(s.sender(0).features(), *s.external(0), a);
       previous_action_[i] = a;
     }
     stepping_.push_back(&s);

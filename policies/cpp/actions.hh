@@ -52,12 +52,14 @@ inline double apply_action(double window, int action) {
 // first ACK (pipe_packets < 0), as TCP keeps its initial window for the first RTT: until the
 // link has answered, every link looks the same to the policy (its features are all zero), and
 // growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of
-// magnitude and costs seconds of queue. Nothing either when no ACK came in the last step (an
-// outage, a stalled uplink): TCP's window grows only on ACKs, and policies grew theirs through
-// ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. Otherwise
-// kGrowthPipes times the pipe measured, or kInitialWindow.
-inline double growth_ceiling(double pipe_packets, double ms_since_ack) {
-  if (pipe_packets < 0 || ms_since_ack > kStepMs) return 0;
+// magnitude and costs seconds of queue. Nothing either until an ACK has come since the window
+// last grew (ack_since_growth): TCP's window grows only on ACKs, and policies grew theirs
+// through ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. (Asking
+// instead for an ACK within the last step trapped small windows: one packet per 40 ms RTT
+// left 3 steps in 4 without an ACK, and a policy sat at 2 packets for 30 s after an outage.)
+// Otherwise kGrowthPipes times the pipe measured, or kInitialWindow.
+inline double growth_ceiling(double pipe_packets, bool ack_since_growth) {
+  if (pipe_packets < 0 || !ack_since_growth) return 0;
   return std::max(kInitialWindow, kGrowthPipes * pipe_packets);
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "policies/cpp/actions.hh"
+#include "policies/cpp/policy_action.hh"
 
 namespace ccgym {
 namespace {
@@ -22,7 +23,7 @@ TEST(Actions, IndigoSetClampedToTheWindowRange) {
 }
 
 TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
-  const double before_ack = growth_ceiling(-1, 0);
+  const double before_ack = growth_ceiling(-1, true);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kDouble, before_ack), 10);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kPlus10, before_ack), 10);
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kHalve, before_ack), 5);
@@ -30,21 +31,36 @@ TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
 }
 
 TEST(Actions, PolicyGrowsAtMostToTwiceThePipeOrTheInitialWindow) {
-  EXPECT_DOUBLE_EQ(growth_ceiling(0.5, 1), kInitialWindow);  // a packet per two RTTs
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, 1), 60);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 1)), 60);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kPlus10, growth_ceiling(30, 1)), 50);
-  EXPECT_DOUBLE_EQ(apply_policy_action(4, kDouble, growth_ceiling(1, 1)), 8);
+  EXPECT_DOUBLE_EQ(growth_ceiling(0.5, true), kInitialWindow);  // a packet per two RTTs
+  EXPECT_DOUBLE_EQ(growth_ceiling(30, true), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, true)), 60);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kPlus10, growth_ceiling(30, true)), 50);
+  EXPECT_DOUBLE_EQ(apply_policy_action(4, kDouble, growth_ceiling(1, true)), 8);
   // Above the ceiling (the pipe shrank) the window stays unless the policy shrinks it.
-  EXPECT_DOUBLE_EQ(apply_policy_action(100, kPlus1, growth_ceiling(30, 1)), 100);
-  EXPECT_DOUBLE_EQ(apply_policy_action(100, kMinus10, growth_ceiling(30, 1)), 90);
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kPlus1, growth_ceiling(30, true)), 100);
+  EXPECT_DOUBLE_EQ(apply_policy_action(100, kMinus10, growth_ceiling(30, true)), 90);
 }
 
-TEST(Actions, PolicyDoesNotGrowTheWindowInAnAckSilence) {
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, kStepMs), 60);  // an ACK within the last step
-  EXPECT_DOUBLE_EQ(growth_ceiling(30, kStepMs + 1), 0);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, 500)), 40);
-  EXPECT_DOUBLE_EQ(apply_policy_action(40, kHalve, growth_ceiling(30, 500)), 20);
+TEST(Actions, PolicyDoesNotGrowTheWindowWithoutAnAckSinceItLastGrew) {
+  EXPECT_DOUBLE_EQ(growth_ceiling(30, false), 0);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, false)), 40);
+  EXPECT_DOUBLE_EQ(apply_policy_action(40, kHalve, growth_ceiling(30, false)), 20);
+}
+
+TEST(Actions, PolicyGrowsOncePerAck) {
+  // One datagram per 40 ms RTT: an ACK every 40 ms, decisions every 10 ms.
+  Features features;
+  ExternalWindow window(2);
+  features.on_sent(0, 1500, 0);
+  features.on_ack(0, 1500, 0, 40);
+  // Three steps after the ACK the policy may still grow once, but not twice on that ACK.
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kPlus1), 3);
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kPlus1), 3);
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kMinus1), 2);  // shrinking is free
+  features.on_sent(1, 1500, 40);
+  features.on_ack(1, 1500, 40, 80);
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kPlus10), kInitialWindow);
+  EXPECT_DOUBLE_EQ(window.window_size(), kInitialWindow);
 }
 
 TEST(Actions, ExpertPicksTheClosestResult) {
@@ -57,7 +73,7 @@ TEST(Actions, ExpertPicksTheClosestResult) {
   EXPECT_EQ(closest_action(100, 40), kHalve);
   // Held at a ceiling of 20, x2 and +10 both reach 20: the smaller change is asked for.
   EXPECT_EQ(closest_action(15, 40, 20), kPlus10);
-  EXPECT_EQ(closest_action(15, 40, growth_ceiling(-1, 0)), kKeep);  // before the first ACK
+  EXPECT_EQ(closest_action(15, 40, growth_ceiling(-1, true)), kKeep);  // before the first ACK
 }
 
 }  // namespace
