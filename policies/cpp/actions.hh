@@ -56,7 +56,7 @@ inline double apply_action(double window, int action) {
 // last grew (ack_since_growth): TCP's window grows only on ACKs, and policies grew theirs
 // through ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. (Asking
 // instead for an ACK within the last step trapped small windows: one packet per 40 ms RTT
-// left 3 steps in 4 without an ACK, and a policy sat at 2 packets for 30 s after an outage.)
+// left 3 steps in 4 without an ACK, and a policy sat below 2 packets for 30 s after an outage.)
 // Otherwise kGrowthPipes times the pipe measured, or kInitialWindow.
 inline double growth_ceiling(double pipe_packets, bool ack_since_growth) {
   if (pipe_packets < 0 || !ack_since_growth) return 0;
