@@ -46,12 +46,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, at_least, between, broken_rule,
-                                 optional, rule)
+from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, PROBABILITY,
+                                 at_least, between, broken_rule, optional, rule)
 from ccgym.emulators import _core
-from ccgym.emulators.link_facts import mean_rate_mbps
+from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
+from ccgym.oracle.expert import expert_window
 from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
@@ -67,6 +68,9 @@ BITS_PER_BYTE = 8
 BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
 # Episode simulation seeds are drawn below this bound (any non-negative int64 would do).
 SIM_SEED_BOUND = 2**31
+# A random start's window is drawn up to this many BDPs: from a window-limited trickle to
+# a standing queue of three BDPs.
+RANDOM_START_BDPS = 4.0
 
 
 @dataclass
@@ -89,6 +93,13 @@ class EnvConfig:
     # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
     oracle_duration_ms: float | None = field(default=None,
                                              metadata=optional(at_least(_core.STEP_MS)))
+    # The expert on trace links: the oracle's count of one RTT averaged over this many RTTs
+    # centred on it (oracle.expert); 1 is the oracle's window.
+    expert_span: int = field(default=1, metadata=POSITIVE_INT)
+    # The share of episodes that start from a random window (start_window) instead of
+    # initial_window: windows far below or above the pipe, as after a cold start, an outage
+    # or a drop in rate, which episodes starting at initial_window seldom reach.
+    random_start: float = field(default=0.0, metadata=PROBABILITY)
 
     def __post_init__(self) -> None:
         broken = broken_rule(self)
@@ -145,10 +156,11 @@ class LinkProfile:
 
 
 @lru_cache(maxsize=4096)
-def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None) -> LinkProfile:
+def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
+                 expert_span: int = 1) -> LinkProfile:
     delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms))
+    ideal = expert_window(ideal_window(link.spec, oracle_seed, oracle_duration_ms), expert_span)
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay, ideal)
 
 
 # The scaled delay, rates and window have no upper bound; the largest float32 says so in
@@ -169,6 +181,17 @@ def check_render_mode(render_mode: str | None) -> None:
     """gymnasium.make passes render_mode (often None); there is nothing to render."""
     if render_mode is not None:
         raise ValueError(f"render_mode: ccgym/Link-v0 renders nothing, got {render_mode!r}")
+
+
+def start_window(rng: np.random.Generator, profile: LinkProfile, config: EnvConfig) -> float:
+    """initial_window, or for a random_start share of episodes a window drawn log-uniformly
+    in [MIN_WINDOW, RANDOM_START_BDPS x the link's BDP] (nothing is drawn when the share is 0,
+    so that such runs replay as before)."""
+    if config.random_start == 0.0 or rng.random() >= config.random_start:
+        return config.initial_window
+    bdp = bdp_packets(profile.rate_mbps, profile.delay_ms)
+    high = float(np.clip(RANDOM_START_BDPS * bdp, 2 * _core.MIN_WINDOW, _core.MAX_WINDOW))
+    return float(np.exp(rng.uniform(np.log(_core.MIN_WINDOW), np.log(high))))
 
 
 def draw_episode(rng: np.random.Generator, num_links: int) -> tuple[int, int]:
@@ -223,10 +246,10 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
         self._profile = link_profile(self.links[index], self.config.oracle_seed,
-                                     self.config.oracle_duration_ms)
+                                     self.config.oracle_duration_ms, self.config.expert_span)
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
-        self._sim.set_window(self.config.initial_window)
+        self._sim.set_window(start_window(self.np_random, self._profile, self.config))
         self._previous_action = _core.HOLD_ACTION
         self._previous_delay = self._profile.delay_ms
         self._steps = 0

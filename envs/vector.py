@@ -46,8 +46,8 @@ from gymnasium.vector.utils import batch_space
 from ccgym.emulators import _core
 from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode,
                                  delivered_mbps, draw_episode, link_profile,
-                                 observation_space, resolve_env_links, step_delay_ms,
-                                 step_reward)
+                                 observation_space, resolve_env_links, start_window,
+                                 step_delay_ms, step_reward)
 from ccgym.oracle.ideal import expert_action
 
 
@@ -160,8 +160,9 @@ class VecLinkEnv(VectorEnv):
     def _reset_slot(self, i: int) -> None:
         index, sim_seed = draw_episode(self._rngs[i], len(self.links))
         profile = link_profile(self.links[index], self.config.oracle_seed,
-                               self.config.oracle_duration_ms)
-        self._vec.reset(i, profile.spec, sim_seed, self.config.initial_window)
+                               self.config.oracle_duration_ms, self.config.expert_span)
+        self._vec.reset(i, profile.spec, sim_seed,
+                        start_window(self._rngs[i], profile, self.config))
         self._profiles[i] = profile
         self._names[i] = profile.name
         self._rate[i] = profile.rate_mbps
