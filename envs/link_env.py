@@ -71,6 +71,9 @@ SIM_SEED_BOUND = 2**31
 # A random start's window is drawn up to this many BDPs: from a window-limited trickle to
 # a standing queue of three BDPs.
 RANDOM_START_BDPS = 4.0
+# ... and held for up to this long: Indigo's Poisson traces open with 1-3 s of a delivery
+# every 100 ms, after which a policy that never met a long-held small window kept it.
+RANDOM_START_HOLD_MS = 3000
 
 
 @dataclass
@@ -185,15 +188,20 @@ def check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"render_mode: ccgym/Link-v0 renders nothing, got {render_mode!r}")
 
 
-def start_window(rng: np.random.Generator, profile: LinkProfile, config: EnvConfig) -> float:
-    """initial_window, or for a random_start share of episodes a window drawn log-uniformly
-    in [MIN_WINDOW, RANDOM_START_BDPS x the link's BDP] (nothing is drawn when the share is 0,
-    so that such runs replay as before)."""
+def start_window(rng: np.random.Generator, profile: LinkProfile,
+                 config: EnvConfig) -> tuple[float, int]:
+    """(window, steps it is held) at an episode's start: initial_window, not held, or for a
+    random_start share of episodes a window drawn log-uniformly in [MIN_WINDOW,
+    RANDOM_START_BDPS x the link's BDP], held for up to RANDOM_START_HOLD_MS (drawn
+    uniformly) whatever the policy asks, so that the measured pipe settles on it as after
+    a cold start or an outage. Nothing is drawn when the share is 0: such runs replay as
+    before."""
     if config.random_start == 0.0 or rng.random() >= config.random_start:
-        return config.initial_window
+        return config.initial_window, 0
     bdp = bdp_packets(profile.rate_mbps, profile.delay_ms)
     high = float(np.clip(RANDOM_START_BDPS * bdp, 2 * _core.MIN_WINDOW, _core.MAX_WINDOW))
-    return float(np.exp(rng.uniform(np.log(_core.MIN_WINDOW), np.log(high))))
+    window = float(np.exp(rng.uniform(np.log(_core.MIN_WINDOW), np.log(high))))
+    return window, int(rng.integers(int(RANDOM_START_HOLD_MS // _core.STEP_MS) + 1))
 
 
 def expert_ceiling(config: EnvConfig, growth_ceiling: float) -> float:
@@ -250,6 +258,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         self._previous_action = _core.HOLD_ACTION
         self._previous_delay = 0.0
         self._steps = 0
+        self._held_steps = 0
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -261,7 +270,8 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
                                      self.config.oracle_duration_ms, self.config.expert_span)
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
-        self._sim.set_window(start_window(self.np_random, self._profile, self.config))
+        window, self._held_steps = start_window(self.np_random, self._profile, self.config)
+        self._sim.set_window(window)
         self._previous_action = _core.HOLD_ACTION
         self._previous_delay = self._profile.delay_ms
         self._steps = 0
@@ -271,6 +281,8 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         a = int(action)
         if not 0 <= a < _core.NUM_ACTIONS:  # the C++ side indexes its action table with it
             raise ValueError(f"action must be in [0, {_core.NUM_ACTIONS}), got {action!r}")
+        if self._steps < self._held_steps:
+            a = _core.HOLD_ACTION
         sim = self._sim
         sim.clear_step_stats()
         sim.take_action(a)

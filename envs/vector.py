@@ -92,6 +92,7 @@ class VecLinkEnv(VectorEnv):
         self._propagation = np.zeros(num_envs)
         self._previous_delay = np.zeros(num_envs)
         self._steps = 0
+        self._held_steps = np.zeros(num_envs, dtype=np.int64)  # see start_window
         self._all = np.ones(num_envs, dtype=bool)
         self._expert = np.full(num_envs, _core.HOLD_ACTION, dtype=np.int64)
         self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
@@ -120,6 +121,7 @@ class VecLinkEnv(VectorEnv):
             zeros, none = np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
             return (self._vec.observations(), zeros, none, none.copy(),
                     self._infos(zeros, self._previous_delay.copy()))
+        actions = np.where(self._steps < self._held_steps, _core.HOLD_ACTION, actions)
         self._vec.step(np.ascontiguousarray(actions, dtype=np.int32))
         self._steps += 1
         stats = self._vec.stats()
@@ -161,8 +163,8 @@ class VecLinkEnv(VectorEnv):
         index, sim_seed = draw_episode(self._rngs[i], len(self.links))
         profile = link_profile(self.links[index], self.config.oracle_seed,
                                self.config.oracle_duration_ms, self.config.expert_span)
-        self._vec.reset(i, profile.spec, sim_seed,
-                        start_window(self._rngs[i], profile, self.config))
+        window, self._held_steps[i] = start_window(self._rngs[i], profile, self.config)
+        self._vec.reset(i, profile.spec, sim_seed, window)
         self._profiles[i] = profile
         self._names[i] = profile.name
         self._rate[i] = profile.rate_mbps

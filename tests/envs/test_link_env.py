@@ -11,7 +11,8 @@ import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
 from ccgym.envs.link_env import EnvConfig, LinkEnv
 
-LINK_12 = "rate_mbps=12,delay_ms=20"  # BDP 40 packets
+LINK_12 = "rate_mbps=12,delay_ms=20"
+BDP_12 = 40.0
 LINKS = [LINK_12, "rate_mbps=24,delay_ms=10",
          "rate_mbps=8,delivery=poisson,delay_ms=15,loss=0.01"]
 # Short searches for the Poisson link's oracle keep the tests fast.
@@ -170,3 +171,17 @@ def test_random_starts_spread_the_first_window_from_one_packet_to_four_bdps():
     assert drawn.min() >= 1.0 and drawn.max() <= 160.0
     assert (drawn < 5).any() and (drawn > 80).any()
     assert first_windows(0.5) == half.tolist()  # the seed decides the start
+
+
+def test_a_random_start_holds_its_window_for_up_to_three_seconds_whatever_the_policy_asks():
+    x2 = _core.ACTION_NAMES.index("x2")
+    held_a_second = 0
+    for episode in range(12):
+        env = LinkEnv(links=[LINK_12], episode_ms=5000, random_start=1.0)
+        _, info = env.reset(seed=episode)
+        start = info["window"]
+        windows = [env.step(x2)[4]["window"] for _ in range(301)]
+        if start < BDP_12 / 2:  # below the pipe: once let go, x2 grows it
+            held_a_second += windows[99] == start
+            assert windows[-1] > start
+    assert held_a_second >= 1
