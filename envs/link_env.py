@@ -103,8 +103,6 @@ class EnvConfig:
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
-    # Whether the expert's label obeys the policy's growth ceiling (expert_ceiling).
-    capped_expert: bool = True
 
     def __post_init__(self) -> None:
         broken = broken_rule(self)
@@ -202,16 +200,6 @@ def start_window(rng: np.random.Generator, profile: LinkProfile,
     high = float(np.clip(RANDOM_START_BDPS * bdp, 2 * _core.MIN_WINDOW, _core.MAX_WINDOW))
     window = float(np.exp(rng.uniform(np.log(_core.MIN_WINDOW), np.log(high))))
     return window, int(rng.integers(int(RANDOM_START_HOLD_MS // _core.STEP_MS) + 1))
-
-
-def expert_ceiling(config: EnvConfig, growth_ceiling: float) -> float:
-    """The ceiling the expert's label is computed under: the policy's growth ceiling, or
-    none. Capped, a label where the ceiling blocks growth is "hold" though the expert wants
-    more; whether growth is blocked (no ACK since the last growth) is not in the
-    observation, so around a small window with an ACK every few steps most labels say
-    hold. Uncapped, the label is what the expert wants and the ceiling applies as the
-    action is taken."""
-    return growth_ceiling if config.capped_expert else _core.MAX_WINDOW
 
 
 def draw_episode(rng: np.random.Generator, num_links: int) -> tuple[int, int]:
@@ -315,4 +303,4 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         """The oracle's action now (as in the last info)."""
         window = float(self._sim.window())
         return expert_action(window, self._profile.ideal.window(self._sim.now_ms),
-                             expert_ceiling(self.config, self._sim.growth_ceiling()))
+                             self._sim.growth_ceiling())

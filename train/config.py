@@ -12,8 +12,7 @@ reads it back from there.
     [model]      hidden_size
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, expert_span, random_start,
-                 capped_expert
+                 holdout_fraction, oracle_duration_s, expert_span, random_start
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -144,8 +143,6 @@ class DaggerSection:
     # BDPs, instead of the initial window (envs/link_env.py start_window): without them a
     # policy never learns to climb out of a tiny window after a cold start or an outage.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
-    # Whether labels obey the policy's growth ceiling (envs/link_env.py expert_ceiling).
-    capped_expert: bool = True
 
 
 @dataclass

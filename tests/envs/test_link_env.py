@@ -76,15 +76,6 @@ def test_info_carries_the_oracle_and_the_step():
     assert info["window"] > 40  # past the BDP within 300 ms (7 RTTs)
 
 
-def test_an_uncapped_expert_asks_for_the_growth_it_wants_and_the_ceiling_still_applies():
-    env = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=15, capped_expert=False)
-    _, info = env.reset(seed=1)
-    x2 = _core.ACTION_NAMES.index("x2")
-    assert info["expert_action"] == x2  # 15 closest to 40, though no ACK has come
-    _, _, _, _, info = env.step(info["expert_action"])
-    assert info["window"] == 15 and info["expert_action"] == x2
-
-
 def test_first_rewards_worked_out_by_hand():
     # 10 packets leave at 0, take the opportunities at 1..10 ms and arrive 20 ms later:
     # nothing arrives in the first two steps (the delay grows from 20 ms by 10 ms a step,
