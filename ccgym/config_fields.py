@@ -49,7 +49,6 @@ def optional(metadata: dict[str, Any]) -> dict[str, Any]:
 POSITIVE = rule(lambda v: is_number(v) and v > 0, "must be positive")
 NON_NEGATIVE = rule(lambda v: is_number(v) and v >= 0, "must not be negative")
 NON_NEGATIVE_INT = rule(is_count, "must not be negative")
-POSITIVE_INT = rule(lambda v: is_count(v) and v >= 1, "must be a whole number >= 1")
 PROBABILITY = rule(lambda v: is_number(v) and 0.0 <= v <= 1.0, "must be in [0, 1]")
 
 

@@ -46,13 +46,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, PROBABILITY,
-                                 at_least, between, broken_rule, optional, rule)
+from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, PROBABILITY, at_least, between,
+                                 broken_rule, optional, rule)
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
-from ccgym.oracle.expert import expert_window
 from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
@@ -96,9 +95,6 @@ class EnvConfig:
     # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
     oracle_duration_ms: float | None = field(default=None,
                                              metadata=optional(at_least(_core.STEP_MS)))
-    # The expert on trace links: the oracle's count of one RTT averaged over this many RTTs
-    # centred on it (oracle.expert); 1 is the oracle's window.
-    expert_span: int = field(default=1, metadata=POSITIVE_INT)
     # The share of episodes that start from a random window (start_window) instead of
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
@@ -159,11 +155,10 @@ class LinkProfile:
 
 
 @lru_cache(maxsize=4096)
-def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
-                 expert_span: int = 1) -> LinkProfile:
+def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None) -> LinkProfile:
     delay = _core.parse_link_spec(link.spec).delay_ms
-    ideal = expert_window(ideal_window(link.spec, oracle_seed, oracle_duration_ms), expert_span)
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay, ideal)
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
+                       ideal_window(link.spec, oracle_seed, oracle_duration_ms))
 
 
 # The scaled delay, rates and window have no upper bound; the largest float32 says so in
@@ -255,7 +250,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
         self._profile = link_profile(self.links[index], self.config.oracle_seed,
-                                     self.config.oracle_duration_ms, self.config.expert_span)
+                                     self.config.oracle_duration_ms)
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
         window, self._held_steps = start_window(self.np_random, self._profile, self.config)

@@ -12,7 +12,7 @@ reads it back from there.
     [model]      hidden_size
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, expert_span, random_start
+                 holdout_fraction, oracle_duration_s, random_start
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, PROBABILITY, broken_rule,
-                                 rule)
+from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, rule
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
 
@@ -135,10 +134,6 @@ class DaggerSection:
     # Poisson link), seconds; 0: as `ccgym eval` runs the link (a trace once). Recorded traces
     # last up to 15 minutes, and varied links each need their own search: a minute suffices.
     oracle_duration_s: float = field(default=0.0, metadata=NON_NEGATIVE)
-    # On trace links, label with the oracle's count of one RTT averaged over this many RTTs
-    # centred on it (oracle/expert.py): the noise of a single RTT's deliveries is what no
-    # sender can foresee. 1: the oracle's own window.
-    expert_span: int = field(default=1, metadata=POSITIVE_INT)
     # The share of training episodes that start from a random window, from one packet to four
     # BDPs, instead of the initial window (envs/link_env.py start_window): without them a
     # policy never learns to climb out of a tiny window after a cold start or an outage.
