@@ -135,8 +135,8 @@ class DaggerSection:
     # last up to 15 minutes, and varied links each need their own search: a minute suffices.
     oracle_duration_s: float = field(default=0.0, metadata=NON_NEGATIVE)
     # The share of training episodes that start from a random window, from one packet to four
-    # BDPs, instead of the initial window (envs/link_env.py start_window): without them a
-    # policy never learns to climb out of a tiny window after a cold start or an outage.
+    # BDPs, held for up to 3 s (envs/link_env.py start_window): without them no training
+    # episode leads to a tiny window on a fast link, where policies then stayed.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
 
 

@@ -146,9 +146,9 @@ def test_config_object_and_keyword_overrides_agree():
 
 
 def test_random_starts_spread_the_first_window_from_one_packet_to_four_bdps():
-    # 12 Mbit/s, 20 ms: a BDP of 40 packets, so random starts fall in [1, 160].
+    # A BDP of 40 packets, so random starts fall in [1, 160].
     def first_windows(share: float) -> list[float]:
-        env = LinkEnv(links=["rate_mbps=12,delay_ms=20"], episode_ms=10, random_start=share)
+        env = LinkEnv(links=[LINK_12], episode_ms=10, random_start=share)
         windows = []
         for episode in range(200):
             _, info = env.reset(seed=episode)
@@ -159,7 +159,7 @@ def test_random_starts_spread_the_first_window_from_one_packet_to_four_bdps():
     half = np.array(first_windows(0.5))
     drawn = half[half != _core.INITIAL_WINDOW]
     assert 70 <= len(drawn) <= 130
-    assert drawn.min() >= 1.0 and drawn.max() <= 160.0
+    assert drawn.min() >= 1.0 and drawn.max() <= 4 * BDP_12
     assert (drawn < 5).any() and (drawn > 80).any()
     assert first_windows(0.5) == half.tolist()  # the seed decides the start
 
