@@ -3,7 +3,8 @@
     (obs [1, OBS_DIM], h [1, H], c [1, H]) -> (logits [1, NUM_ACTIONS], h_out [1, H], c_out [1, H])
 
 The graph is written node by node from the trained weights with elementary operators only
-(MatMul, Add, Sigmoid, Tanh, Mul), not as an ONNX LSTM operator: small runtimes such as
+(MatMul, Add, Sigmoid, Tanh, Mul; Relu, Exp and Log for the log_change head), not as an ONNX
+LSTM operator: small runtimes such as
 OpenCV's dnn module (the C++ sender's) implement these everywhere, and the cell's arithmetic
 is then visible in the file. Each gate has its own weight matrices, so no Split or Slice is
 needed either. The cell is torch.nn.LSTM's:
@@ -11,7 +12,9 @@ needed either. The cell is torch.nn.LSTM's:
     i = sigmoid(x W_ii + h W_hi + b_i)     f = sigmoid(x W_if + h W_hf + b_f)
     g = tanh(x W_ig + h W_hg + b_g)        o = sigmoid(x W_io + h W_ho + b_o)
     c' = f * c + i * g                     h' = o * tanh(c')
-    logits = h' W_head + b_head
+    logits = h' W_head + b_head                      (the classes head)
+    logits = -(d - (h' W_head + b_head))^2           (the log_change head, policies/lstm.py:
+                                                      d_a the log change of action a)
 
 metadata_props carries what a deployment must match: the observation's version and
 scaling constants (the C++ features' log scale: units and tops), the action set, the
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +34,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ccgym.emulators import _core
 from ccgym.files import atomic_path
-from ccgym.policies.lstm import LstmPolicy
+from ccgym.policies.lstm import ACTION_FACTORS, ACTION_TERMS, WINDOW_LOG_TOP, LstmPolicy
 
 OPSET = 17
 # ONNX IR version 8 is what opset 17 shipped with; older runtimes refuse newer IR versions.
 IR_VERSION = 8
 GATES = ("i", "f", "g", "o")  # torch.nn.LSTM's order of the gates in its stacked weights
-ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul"})
+ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul", "Relu", "Exp",
+                            "Log"})
 # Share of random actions in the check's recorded run (the rest are the expert's).
 EXPLORATION = 0.3
 FORMAT = "ccgym-lstm-step"
@@ -72,6 +77,7 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
         "rate_top_mbps": repr(float(_core.RATE_TOP_MBPS)),
         "window_unit": repr(float(_core.WINDOW_UNIT)),
         "obs_layout": OBS_LAYOUT,
+        "head": policy.head_kind,
         "action": "argmax of logits; the state (h, c) starts at zeros",
     }
 
@@ -93,6 +99,56 @@ def _weights(policy: LstmPolicy) -> dict[str, np.ndarray]:
         policy.head.weight.detach().cpu().numpy().astype(np.float32).T)
     out["b_head"] = policy.head.bias.detach().cpu().numpy().astype(np.float32).reshape(1, -1)
     return out
+
+
+def _log_change_logits(node: Callable[[str, list[str], str], str], dim: int, actions: int,
+                       weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The log_change head's logits, -(d_a - r)^2, as policies/lstm.py computes them: r from
+    h_out, d_a = ln(window after action a) - ln(window), the window read back from its
+    feature, every window clamped with Relu. The head's one column is repeated per action
+    (and the window by a MatMul with ones), so that no operator broadcasts. Returns the
+    constants the nodes read."""
+    def row(value: float | np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.float32(value), (1, actions)).astype(np.float32)
+
+    pick = np.zeros((dim, 1), np.float32)
+    pick[_core.OBS_WINDOW_INDEX, 0] = 1.0
+    constants = {
+        "W_head": np.repeat(weights["W_head"], actions, axis=1),
+        "b_head": np.repeat(weights["b_head"], actions, axis=1),
+        "pick_window": pick, "ones": row(1.0), "minus_ones": row(-1.0),
+        "window_log_top": np.array([[WINDOW_LOG_TOP]], np.float32),
+        "window_unit": np.array([[_core.WINDOW_UNIT]], np.float32),
+        "minus_window_unit": np.array([[-_core.WINDOW_UNIT]], np.float32),
+        "min_window": row(_core.MIN_WINDOW), "minus_min_window": row(-_core.MIN_WINDOW),
+        "max_window": row(_core.MAX_WINDOW),
+        "action_factors": ACTION_FACTORS.reshape(1, -1),
+        "action_terms": ACTION_TERMS.reshape(1, -1),
+    }
+
+    def clamped(x: str, name: str) -> str:  # max - relu(max - (min + relu(x - min)))
+        raised = node("Add", [node("Relu", [node("Add", [x, "minus_min_window"], f"{name}_less")],
+                                   f"{name}_above"), "min_window"], f"{name}_raised")
+        gap = node("Add", [node("Mul", [raised, "minus_ones"], f"{name}_negated"),
+                           "max_window"], f"{name}_gap")
+        room = node("Mul", [node("Relu", [gap], f"{name}_room"), "minus_ones"], f"{name}_cut")
+        return node("Add", [room, "max_window"], name)
+
+    scaled = node("MatMul", ["obs", "pick_window"], "window_scaled")
+    grown = node("Exp", [node("Mul", [scaled, "window_log_top"], "window_log")], "window_exp")
+    raw = node("Add", [node("Mul", [grown, "window_unit"], "window_units"),
+                       "minus_window_unit"], "window_raw")
+    window = clamped(node("MatMul", [raw, "ones"], "window_each"), "window")
+    moved = node("Add", [node("Mul", [window, "action_factors"], "after_factor"),
+                         "action_terms"], "after_raw")
+    after = clamped(moved, "after")
+    changes = node("Add", [node("Log", [after], "log_after"),
+                           node("Mul", [node("Log", [window], "log_window"), "minus_ones"],
+                                "minus_log_window")], "action_changes")
+    change = node("Add", [node("MatMul", ["h_out", "W_head"], "head"), "b_head"], "change")
+    miss = node("Add", [changes, node("Mul", [change, "minus_ones"], "minus_change")], "miss")
+    node("Mul", [node("Mul", [miss, miss], "miss_squared"), "minus_ones"], "logits")
+    return constants
 
 
 def build_model(policy: LstmPolicy) -> onnx.ModelProto:
@@ -118,8 +174,11 @@ def build_model(policy: LstmPolicy) -> onnx.ModelProto:
     node("Add", [kept, written], "c_out")
     squashed = node("Tanh", ["c_out"], "c_squashed")
     node("Mul", [gate["o"], squashed], "h_out")
-    head = node("MatMul", ["h_out", "W_head"], "head")
-    node("Add", [head, "b_head"], "logits")
+    if policy.head_kind == "log_change":
+        weights.update(_log_change_logits(node, dim, actions, weights))
+    else:
+        head = node("MatMul", ["h_out", "W_head"], "head")
+        node("Add", [head, "b_head"], "logits")
 
     def value(name: str, width: int) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, width])

@@ -7,10 +7,22 @@ Two ways in:
   step of N environments at once, greedy, with the recurrent state zeroed where an episode
   starts. Observations are already scaled by the C++ features (features.hh), so the policy
   applies no normalization of its own: the deployed sender computes the same inputs.
+
+Two heads ([model] head in a training config):
+- "classes": a logit per action, trained by cross-entropy against the expert's action;
+- "log_change": one number r, the log of the window change to make, trained by squared error
+  against the log change the expert's action makes. Its logits are -(r - d_a)^2, d_a the log
+  change action a makes from the current window (which the observation carries), so that the
+  greedy action is the one whose change is closest to r, in torch and in the exported graph
+  alike (deploy/export.py writes the same arithmetic). Why: where the observation leaves the
+  expert's next move uncertain, a classifier's most likely class is one side of it (-10 one
+  step, +10 the next: a cellular policy alternated them on Indigo's 20 Mbit/s Poisson trace
+  and used 84% of it), while the regression predicts the mean change and holds.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from pathlib import Path
@@ -21,30 +33,63 @@ from torch import nn
 
 from ccgym.emulators import _core
 from ccgym.files import atomic_open
+from ccgym.policies import HEADS
 
 # (h, c), each (num_layers=1, N, hidden_size): torch.nn.LSTM's layout.
 LstmState = tuple[torch.Tensor, torch.Tensor]
 
 DEFAULT_HIDDEN_SIZE = 32
+# Each action as window x factor + term (policies/cpp/actions.hh's multiply or add).
+ACTION_FACTORS = np.array([value if op == "*" else 1.0 for op, value in _core.ACTIONS],
+                          dtype=np.float32)
+ACTION_TERMS = np.array([value if op == "+" else 0.0 for op, value in _core.ACTIONS],
+                        dtype=np.float32)
+# The window feature's log scale: x = ln(1 + window / unit) / WINDOW_LOG_TOP.
+WINDOW_LOG_TOP = math.log1p(_core.MAX_WINDOW / _core.WINDOW_UNIT)
 # Written into saved files so that a file from something else fails clearly.
 FILE_FORMAT = "ccgym-lstm-policy"
 FILE_VERSION = 1
 
 
+def clamp_window(window: torch.Tensor) -> torch.Tensor:
+    """Windows clamped to [MIN_WINDOW, MAX_WINDOW] with relu alone, as the ONNX graph does."""
+    low, high = _core.MIN_WINDOW, _core.MAX_WINDOW
+    raised = low + torch.relu(window - low)
+    return high - torch.relu(high - raised)
+
+
+def action_log_changes(obs: torch.Tensor) -> torch.Tensor:
+    """(..., NUM_ACTIONS) from (..., OBS_DIM): ln(window after action a / window), the window
+    read back from its feature and each window clamped as apply_action clamps it."""
+    scaled = obs[..., _core.OBS_WINDOW_INDEX:_core.OBS_WINDOW_INDEX + 1]
+    unit = _core.WINDOW_UNIT
+    window = clamp_window(unit * torch.exp(scaled * WINDOW_LOG_TOP) - unit)
+    after = clamp_window(window * torch.from_numpy(ACTION_FACTORS)
+                         + torch.from_numpy(ACTION_TERMS))
+    return torch.log(after) - torch.log(window)
+
+
 class LstmPolicy(nn.Module):
-    """LSTM(obs_dim -> hidden_size) then Linear(hidden_size -> num_actions)."""
+    """LSTM(obs_dim -> hidden_size) then Linear(hidden_size -> num_actions), or
+    Linear(hidden_size -> 1) for the log_change head (see the module's docstring)."""
 
     def __init__(self, hidden_size: int = DEFAULT_HIDDEN_SIZE, obs_dim: int = _core.OBS_DIM,
-                 num_actions: int = _core.NUM_ACTIONS) -> None:
+                 num_actions: int = _core.NUM_ACTIONS, head: str = "classes") -> None:
         super().__init__()
         if hidden_size < 1 or obs_dim < 1 or num_actions < 2:
             raise ValueError(f"bad sizes: hidden_size={hidden_size}, obs_dim={obs_dim}, "
                              f"num_actions={num_actions}")
+        if head not in HEADS:
+            raise ValueError(f"unknown head {head!r} (one of {', '.join(HEADS)})")
+        if head == "log_change" and (obs_dim, num_actions) != (_core.OBS_DIM,
+                                                               _core.NUM_ACTIONS):
+            raise ValueError("the log_change head needs ccgym's observation and actions")
         self.hidden_size = hidden_size
         self.obs_dim = obs_dim
         self.num_actions = num_actions
+        self.head_kind = head
         self.lstm = nn.LSTM(obs_dim, hidden_size, num_layers=1, batch_first=True)
-        self.head = nn.Linear(hidden_size, num_actions)
+        self.head = nn.Linear(hidden_size, 1 if head == "log_change" else num_actions)
 
     def initial_state(self, n: int) -> LstmState:
         """Zero state for n sequences."""
@@ -57,7 +102,13 @@ class LstmPolicy(nn.Module):
         if state is None:
             state = self.initial_state(obs_seq.shape[0])
         out, (h, c) = self.lstm(obs_seq, state)
-        return self.head(out), (h, c)
+        return self.logits(out, obs_seq), (h, c)
+
+    def logits(self, lstm_out: torch.Tensor, obs_seq: torch.Tensor) -> torch.Tensor:
+        """The action logits from the LSTM's output and the observations it read."""
+        if self.head_kind == "log_change":
+            return -(action_log_changes(obs_seq) - self.head(lstm_out)) ** 2
+        return self.head(lstm_out)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, state: LstmState | None,
@@ -93,7 +144,7 @@ class LstmPolicy(nn.Module):
     def to_file_dict(self) -> dict:
         return {"format": FILE_FORMAT, "version": FILE_VERSION,
                 "hidden_size": self.hidden_size, "obs_dim": self.obs_dim,
-                "num_actions": self.num_actions,
+                "num_actions": self.num_actions, "head": self.head_kind,
                 "observation_version": _core.OBSERVATION_VERSION,
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
 
@@ -116,8 +167,10 @@ class LstmPolicy(nn.Module):
                              f"this ccgym has {_core.OBS_DIM} and {_core.NUM_ACTIONS} (actions "
                              f"{' '.join(_core.ACTION_NAMES)}); train the policy again")
         try:
+            # Files from before the choice of heads have a logit per action.
             policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
-                         num_actions=int(data["num_actions"]))
+                         num_actions=int(data["num_actions"]),
+                         head=str(data.get("head", "classes")))
             policy.load_state_dict(data["state_dict"])
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             # A file of the right format whose sizes or weights do not fit together.

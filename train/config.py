@@ -9,7 +9,7 @@ reads it back from there.
     [run]        name, seed, workers, ray_address, iterations, env_threads, torch_threads
     [links]      train, train_fallback, vary_delay_ms, vary_queue_bdp, vary_ack, validation,
                  validation_fallback
-    [model]      hidden_size
+    [model]      hidden_size, head
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
                  holdout_fraction, oracle_duration_s, random_start
@@ -39,6 +39,7 @@ from typing import Any
 from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, rule
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
+from ccgym.policies import HEADS
 
 LinkEntries = str | list[str]
 ALGORITHMS = ("dagger", "ppo")
@@ -53,6 +54,7 @@ WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
 NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
             "must be letters, digits and . _ + - (no '__')")
 ALGORITHM = rule(lambda v: v in ALGORITHMS, f"must be one of {', '.join(ALGORITHMS)}")
+HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
 
 
 @dataclass
@@ -94,6 +96,10 @@ class LinksSection:
 class ModelSection:
     # LSTM units (Indigo used 32).
     hidden_size: int = field(default=32, metadata=POSITIVE)
+    # What the policy outputs (policies/lstm.py): "classes", a logit per action learned by
+    # cross-entropy, or "log_change", the log window change learned by squared error, the
+    # action then the one whose change is closest.
+    head: str = field(default="classes", metadata=HEAD)
 
 
 @dataclass
@@ -116,6 +122,7 @@ class DaggerSection:
     exploration: float = field(default=0.1, metadata=PROBABILITY)
     # Cross-entropy weight of each action: (its share of the labels) ^ -class_weight_power,
     # normalized to a mean of 1 per label. 0: unweighted; 1: every action counts equally.
+    # The classes head only: the log_change head's squared errors are unweighted.
     # "Hold" dominates the expert's labels; without weights the policy learns only that.
     class_weight_power: float = field(default=0.5, metadata=PROBABILITY)
     # Steps per truncated-BPTT segment; the recurrent state carries over between segments.

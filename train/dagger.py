@@ -206,6 +206,22 @@ def class_weights(episodes: Sequence[Episode], num_actions: int, power: float) -
     return torch.as_tensor(weights, dtype=torch.float32)
 
 
+def imitation_loss(policy: LstmPolicy, weights: torch.Tensor | None
+                   ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """(logits (N, A), labels (N,)) -> the loss summed over the labelled steps: the weighted
+    cross-entropy for the classes head; for the log_change head, whose logits are minus the
+    squared distance of its change to each action's, the squared error to the expert's
+    (unweighted)."""
+    if policy.head_kind == "classes":
+        return nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
+
+    def squared_error(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        labelled = labels != IGNORE_LABEL
+        return -logits[labelled].gather(1, labels[labelled].unsqueeze(1)).sum()
+
+    return squared_error
+
+
 def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
                  grad_clip: float, rng: np.random.Generator,
@@ -213,7 +229,7 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  on_epoch: Callable[[float], object] | None = None) -> float:
     """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
     label."""
-    loss_fn = nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
+    loss_fn = imitation_loss(policy, weights)
     policy.train()
     mean_loss = math.nan
     for _ in range(epochs):
@@ -291,7 +307,7 @@ class DaggerState:
 
 def new_state(config: TrainConfig) -> DaggerState:
     torch.manual_seed(config.run.seed)
-    policy = LstmPolicy(hidden_size=config.model.hidden_size)
+    policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
     optimizer = make_optimizer(policy, config)
     return DaggerState(0, policy, optimizer, _early_stopping(config))
 

@@ -90,6 +90,9 @@ def init_policy(config: TrainConfig) -> dict[str, Any] | None:
     if policy.hidden_size != config.model.hidden_size:
         raise UserError(f"[ppo] init_from: {path} has hidden_size {policy.hidden_size}, the "
                         f"config's [model] hidden_size is {config.model.hidden_size}")
+    if policy.head_kind != config.model.head:
+        raise UserError(f"[ppo] init_from: {path} has the {policy.head_kind} head, the "
+                        f"config's [model] head is {config.model.head}")
     return policy.to_file_dict()
 
 
@@ -104,7 +107,8 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     ppo, run = config.ppo, config.run
     steps = round(ppo.episode_ms / _step_ms())
     runners = max(run.workers, 1)
-    model = {"hidden_size": config.model.hidden_size, "max_seq_len": ppo.max_seq_len,
+    model = {"hidden_size": config.model.hidden_size, "head": config.model.head,
+             "max_seq_len": ppo.max_seq_len,
              "init_policy": init_policy(config)}
     return (
         PPOConfig()

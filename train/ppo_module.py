@@ -34,17 +34,18 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
     def setup(self) -> None:
         hidden = int(self.model_config["hidden_size"])
         self.policy = LstmPolicy(hidden_size=hidden, obs_dim=int(self.observation_space.shape[0]),
-                                 num_actions=int(self.action_space.n))
+                                 num_actions=int(self.action_space.n),
+                                 head=str(self.model_config.get("head", "classes")))
         init = self.model_config.get("init_policy")
         if init is not None:
             start = LstmPolicy.from_file_dict(init, where="init_from")
-            if (start.hidden_size, start.obs_dim, start.num_actions) != (
-                    hidden, self.policy.obs_dim, self.policy.num_actions):
+            if (start.hidden_size, start.obs_dim, start.num_actions, start.head_kind) != (
+                    hidden, self.policy.obs_dim, self.policy.num_actions, self.policy.head_kind):
                 raise ValueError(
                     f"init_from: the policy's sizes (hidden {start.hidden_size}, obs "
-                    f"{start.obs_dim}, actions {start.num_actions}) differ from this run's "
-                    f"(hidden {hidden}, obs {self.policy.obs_dim}, actions "
-                    f"{self.policy.num_actions})")
+                    f"{start.obs_dim}, actions {start.num_actions}, head {start.head_kind}) "
+                    f"differ from this run's (hidden {hidden}, obs {self.policy.obs_dim}, "
+                    f"actions {self.policy.num_actions}, head {self.policy.head_kind})")
             self.policy.load_state_dict(start.state_dict())
         self.value_head = nn.Linear(hidden, 1)
 
@@ -61,12 +62,13 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self.policy.head(out), Columns.STATE_OUT: state}
+        return {Columns.ACTION_DIST_INPUTS: self.policy.logits(out, batch[Columns.OBS]),
+                Columns.STATE_OUT: state}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self.policy.head(out), Columns.STATE_OUT: state,
-                Columns.EMBEDDINGS: out}
+        return {Columns.ACTION_DIST_INPUTS: self.policy.logits(out, batch[Columns.OBS]),
+                Columns.STATE_OUT: state, Columns.EMBEDDINGS: out}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is None:

@@ -88,6 +88,7 @@ NB_MODULE(_core, m) {
   m.attr("OBS_SCALED") = kObsScaled;
   m.attr("OBS_ACTION_OFFSET") = kObsActionOffset;
   m.attr("OBS_SIGNED_INDEX") = kObsSignedIndex;
+  m.attr("OBS_WINDOW_INDEX") = kObsWindowIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
   nb::list action_names;
   for (const char* name : kActionNames) action_names.append(name);

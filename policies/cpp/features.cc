@@ -83,7 +83,7 @@ std::array<float, kObsDim> Features::observation(double window, int previous_act
   obs[1] = static_cast<float>(
       log_scaled(values_.delivery_rate_mbps, kRateUnitMbps, kRateTopMbps));
   obs[2] = static_cast<float>(log_scaled(values_.send_rate_mbps, kRateUnitMbps, kRateTopMbps));
-  obs[3] = static_cast<float>(log_scaled(window, kWindowUnit, kMaxWindow));
+  obs[kObsWindowIndex] = static_cast<float>(log_scaled(window, kWindowUnit, kMaxWindow));
   if (have_sample_) {
     obs[4] = static_cast<float>(log_scaled(values_.min_rtt_ms, kDelayUnitMs, kDelayTopMs));
     obs[5] = static_cast<float>(

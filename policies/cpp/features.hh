@@ -65,6 +65,8 @@ inline constexpr int kObsActionOffset = kObsScaled;
 inline constexpr int kObsDim = kObsScaled + kNumActions;
 // Observation entries that may be negative (feature 7); the others are >= 0.
 inline constexpr int kObsSignedIndex = 7;
+// The current window (feature 3), which a policy that outputs a window change reads back.
+inline constexpr int kObsWindowIndex = 3;
 
 // ln(1 + x / unit) / ln(1 + top / unit); negative x (none arise) counts as 0.
 double log_scaled(double x, double unit, double top);

@@ -534,18 +534,21 @@ def test_sender_grows_no_further_than_the_pipe_allows(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
-def test_cpp_runtime_matches_onnxruntime_on_an_exported_policy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("head", ["classes", "log_change"])
+def test_cpp_runtime_matches_onnxruntime_on_an_exported_policy(tmp_path: Path, head: str) -> None:
     """The sender's runtime (OpenCV dnn) against the reference (onnxruntime), step by step,
-    on what `ccgym export` writes."""
+    on what `ccgym export` writes, with either head."""
     export = pytest.importorskip("ccgym.deploy.export")
     lstm = pytest.importorskip("ccgym.policies.lstm")
     ort = pytest.importorskip("onnxruntime")
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    policy = lstm.LstmPolicy(hidden_size=16)
+    policy = lstm.LstmPolicy(hidden_size=16, head=head)
     path = export.export_policy(policy, tmp_path / "policy.onnx")
     rng = np.random.default_rng(6)
     observations = rng.uniform(0, 2, (200, policy.obs_dim)).astype(np.float32)
+    # Windows from one packet to the largest (feature 1.0), and beyond it (clamped).
+    observations[:, _core.OBS_WINDOW_INDEX] = rng.uniform(0, 1.1, 200)
     stdin = "\n".join(" ".join(f"{v:.9g}" for v in obs) for obs in observations) + "\n"
     result = subprocess.run([BIN["ccgym-policy"], "--model", str(path)], input=stdin,
                             capture_output=True, text=True, timeout=60)

@@ -18,12 +18,14 @@ from ccgym.policies.lstm import LstmPolicy
 
 HIDDEN = 24
 ELEMENTARY = {"MatMul", "Add", "Sigmoid", "Tanh", "Mul"}
+# The log_change head reads its window back and takes logarithms (policies/lstm.py).
+ELEMENTARY_LOG_CHANGE = ELEMENTARY | {"Relu", "Exp", "Log"}
 
 
-@pytest.fixture(scope="module")
-def policy() -> LstmPolicy:
+@pytest.fixture(scope="module", params=["classes", "log_change"])
+def policy(request: pytest.FixtureRequest) -> LstmPolicy:
     torch.manual_seed(7)
-    p = LstmPolicy(hidden_size=HIDDEN)
+    p = LstmPolicy(hidden_size=HIDDEN, head=request.param)
     with torch.no_grad():  # beyond the default init's scale: saturating gates, varied actions
         for param in p.parameters():
             param.mul_(3.0)
@@ -35,11 +37,12 @@ def exported(policy: LstmPolicy, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return export_policy(policy, tmp_path_factory.mktemp("onnx") / "policy.onnx")
 
 
-def test_graph_is_valid_and_elementary(exported: Path) -> None:
+def test_graph_is_valid_and_elementary(policy: LstmPolicy, exported: Path) -> None:
     model = onnx.load(str(exported))
     onnx.checker.check_model(model, full_check=True)
     ops = {node.op_type for node in model.graph.node}
-    assert ops <= ELEMENTARY, ops - ELEMENTARY
+    allowed = ELEMENTARY if policy.head_kind == "classes" else ELEMENTARY_LOG_CHANGE
+    assert ops <= allowed, ops - allowed
     assert [i.name for i in model.graph.input] == ["obs", "h", "c"]
     assert [o.name for o in model.graph.output] == ["logits", "h_out", "c_out"]
 
@@ -53,8 +56,9 @@ def test_graph_is_valid_and_elementary(exported: Path) -> None:
     assert model.opset_import[0].version == 17
 
 
-def test_metadata(exported: Path) -> None:
+def test_metadata(policy: LstmPolicy, exported: Path) -> None:
     props = {p.key: p.value for p in onnx.load(str(exported)).metadata_props}
+    assert props["head"] == policy.head_kind
     assert int(props["observation_version"]) == _core.OBSERVATION_VERSION
     assert float(props["delay_unit_ms"]) == _core.DELAY_UNIT_MS
     assert float(props["delay_top_ms"]) == _core.DELAY_TOP_MS

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ccgym.emulators import _core
-from ccgym.policies.lstm import LstmPolicy
+from ccgym.policies.lstm import LstmPolicy, action_log_changes
 
 
 def simulated_observations(steps: int = 200, window: float = 30.0) -> np.ndarray:
@@ -120,3 +120,65 @@ def test_act_rejects_wrong_shapes(policy: LstmPolicy) -> None:
         policy.act(np.zeros((2, _core.OBS_DIM + 1), np.float32), None)
     with pytest.raises(ValueError, match="state must be"):
         policy.act(np.zeros((2, _core.OBS_DIM), np.float32), policy.initial_state(3))
+
+
+# ---------------------------------------------------------------- the log_change head
+
+def observation_with_window(window: float) -> np.ndarray:
+    """A real observation whose window feature reads `window` (the rest from a flow)."""
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1, False)
+    sim.set_window(window)
+    sim.run_until(200.0)
+    return np.asarray(sim.observation(_core.HOLD_ACTION), dtype=np.float32)
+
+
+@pytest.mark.parametrize("window", [1.0, 1.5, 7.0, 20.0, 66.0, 900.0, 4990.0])
+def test_action_log_changes_read_the_window_back_as_apply_action_moves_it(window: float) -> None:
+    obs = torch.from_numpy(observation_with_window(window))
+    changes = action_log_changes(obs).numpy()
+    expected = [np.log(_core.apply_action(window, a) / window) for a in range(_core.NUM_ACTIONS)]
+    np.testing.assert_allclose(changes, expected, atol=1e-4)
+
+
+@pytest.fixture
+def change_policy() -> LstmPolicy:
+    torch.manual_seed(1)
+    return LstmPolicy(hidden_size=16, head="log_change").eval()
+
+
+def test_log_change_head_takes_the_action_closest_to_its_change(
+        change_policy: LstmPolicy) -> None:
+    obs = torch.from_numpy(np.stack([observation_with_window(w) for w in (3.0, 40.0, 400.0)]))
+    for change in (-0.8, -0.1, -0.01, 0.0, 0.02, 0.2, 0.9):
+        with torch.no_grad():
+            change_policy.head.weight.zero_()
+            change_policy.head.bias.fill_(change)
+        actions, _ = change_policy.act(obs.numpy(), None)
+        for row, action in zip(obs, actions):
+            misses = np.abs(action_log_changes(row).numpy() - change)
+            assert misses[action] == pytest.approx(misses.min(), abs=1e-6)
+    # A large enough change takes the doubling, a small one holds.
+    with torch.no_grad():
+        change_policy.head.bias.fill_(0.69)
+    assert change_policy.act(obs.numpy(), None)[0][2] == _core.NUM_ACTIONS - 1
+    with torch.no_grad():
+        change_policy.head.bias.fill_(0.0)
+    assert change_policy.act(obs.numpy(), None)[0][2] == _core.HOLD_ACTION
+
+
+def test_log_change_head_survives_its_file(change_policy: LstmPolicy, tmp_path) -> None:
+    path = tmp_path / "policy.pt"
+    change_policy.save(path)
+    loaded = LstmPolicy.load(path)
+    assert loaded.head_kind == "log_change" and loaded.head.out_features == 1
+    obs = simulated_observations(50)
+    assert np.array_equal(change_policy.act(obs, None)[0], loaded.act(obs, None)[0])
+
+
+def test_unknown_heads_are_refused(change_policy: LstmPolicy) -> None:
+    with pytest.raises(ValueError, match="unknown head"):
+        LstmPolicy(hidden_size=4, head="gaussian")
+    data = change_policy.to_file_dict()
+    data["head"] = "gaussian"
+    with pytest.raises(ValueError, match="damaged"):
+        LstmPolicy.from_file_dict(data)

@@ -96,6 +96,7 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[dagger]\nbeta0 = 1.5\n", r"\[dagger\] beta0: must be in \[0, 1\]"),
     ("[dagger]\nepisode_ms = 1005\n", r"\[dagger\] episode_ms: must be a multiple"),
     ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
+    ("[model]\nhead = \"gaussian\"\n", r"\[model\] head: must be one of classes, log_change"),
     ("[dagger]\nrandom_start = 1.5\n", r"\[dagger\] random_start: must be in \[0, 1\]"),
     ("[optimizer]\nlr_decay = 0\n", r"\[optimizer\] lr_decay: must be in \(0, 1\]"),
     ("[optimizer]\nlr_decay = 1.2\n", r"\[optimizer\] lr_decay: must be in \(0, 1\]"),

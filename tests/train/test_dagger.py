@@ -12,8 +12,9 @@ import torch
 from ccgym.cli import main
 from ccgym.emulators import _core
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
-from ccgym.train.dagger import (DaggerState, beta_for, load_checkpoint, make_tasks,
-                                run_rollout, save_checkpoint, train)
+from ccgym.policies.lstm import LstmPolicy, action_log_changes
+from ccgym.train.dagger import (IGNORE_LABEL, DaggerState, beta_for, imitation_loss,
+                                load_checkpoint, make_tasks, run_rollout, save_checkpoint, train)
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]
 VALIDATION_LINKS = ["name=held-out,rate_mbps=18,delay_ms=15"]
@@ -260,3 +261,32 @@ def test_final_leaderboard_has_each_link_and_a_summary(tmp_path: Path) -> None:
     summary = text.split("summary over 2 links\n")[1]
     assert [line.split()[0] for line in summary.splitlines()[2:]][0] == "omniscient"
     assert any(line.startswith("vegas ") for line in summary.splitlines())
+
+
+def test_log_change_loss_is_the_squared_error_to_the_experts_change() -> None:
+    policy = LstmPolicy(hidden_size=8, head="log_change")
+    obs = torch.rand(2, 5, _core.OBS_DIM)
+    labels = torch.tensor([[0, 3, 6, IGNORE_LABEL, 5], [1, 2, 4, 3, IGNORE_LABEL]])
+    with torch.no_grad():
+        logits, _ = policy(obs)
+        loss = imitation_loss(policy, None)(logits.reshape(-1, _core.NUM_ACTIONS),
+                                            labels.reshape(-1))
+        change = policy.head(policy.lstm(obs)[0])[..., 0]
+    expert = action_log_changes(obs).gather(-1, labels.clamp(min=0).unsqueeze(-1))[..., 0]
+    labelled = labels != IGNORE_LABEL
+    expected = ((change - expert)[labelled] ** 2).sum()
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_dagger_with_the_log_change_head_learns_the_expert(tmp_path: Path) -> None:
+    from ccgym.analysis.evaluate import run_scheme
+    from ccgym.emulators.links import link_from_spec
+
+    config = tiny_config(model={"head": "log_change"}, dagger={"epochs": 10})
+    state = train(config, tmp_path / "run", progress=False, say=quiet)
+    assert state.policy.head_kind == "log_change"
+    assert LstmPolicy.load(tmp_path / "run" / "policy.pt").head_kind == "log_change"
+    losses = [row["loss"] for row in state.history]
+    assert losses[-1] < losses[0], state.history
+    [hold] = run_scheme(link_from_spec(VALIDATION_LINKS[0]), "fixed:10", [3], 2000.0)
+    assert state.history[-1]["score"] > hold.metrics.score + 1.0, (state.history, hold.metrics)

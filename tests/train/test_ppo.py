@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 from ccgym.cli import main
 from ccgym.deploy.export import max_difference, recorded_observations
+from ccgym.emulators import _core
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train import dagger, ppo
 from ccgym.train.config import TrainConfig, parse_config, to_toml
@@ -182,3 +184,29 @@ def test_cli_refuses_a_missing_init_from_before_making_the_run_folder(
     out = tmp_path / "out"
     assert main(["train", str(path), "--out", str(out)]) == 2
     assert "[ppo] init_from" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_log_change_head_gives_the_actor_its_logits() -> None:
+    import gymnasium as gym
+    from ray.rllib.core.columns import Columns
+
+    from ccgym.train.ppo_module import LstmActorCritic
+
+    module = LstmActorCritic(
+        observation_space=gym.spaces.Box(-1, 1, (_core.OBS_DIM,), np.float32),
+        action_space=gym.spaces.Discrete(_core.NUM_ACTIONS),
+        model_config={"hidden_size": 8, "head": "log_change"})
+    obs = torch.rand(2, 4, _core.OBS_DIM)
+    state = {"h": torch.zeros(2, 8), "c": torch.zeros(2, 8)}
+    with torch.no_grad():
+        out = module._forward({Columns.OBS: obs, Columns.STATE_IN: state})
+        expected, _ = module.policy(obs)
+    assert module.policy.head_kind == "log_change"
+    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], expected)
+
+
+def test_warm_start_refuses_a_policy_with_another_head(tmp_path: Path) -> None:
+    LstmPolicy(hidden_size=16, head="log_change").save(tmp_path / "policy.pt")
+    config = ppo_config(ppo={"init_from": str(tmp_path)})
+    with pytest.raises(Exception, match="has the log_change head"):
+        ppo.init_policy(config)
