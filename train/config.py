@@ -12,7 +12,7 @@ reads it back from there.
     [model]      hidden_size, head
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, random_start, weight_average
+                 holdout_fraction, oracle_duration_s, random_start
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -145,11 +145,6 @@ class DaggerSection:
     # BDPs, held for up to 3 s (envs/link_env.py start_window): without them no training
     # episode leads to a tiny window on a fast link, where policies then stayed.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
-    # The policy that acts, is validated and kept is an exponential moving average of the
-    # trained weights over iterations, this the weight of the average so far (0: the trained
-    # policy itself). Each iteration's 4 epochs move the weights far enough that validation
-    # swung by a nat between neighbouring iterations.
-    weight_average: float = field(default=0.0, metadata=FRACTION)
 
 
 @dataclass

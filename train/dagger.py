@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from torch import nn
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
@@ -300,13 +299,6 @@ class DaggerState:
     reference: dict[str, float] = field(default_factory=dict)
     env_steps: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
-    # With [dagger] weight_average: the moving average of the trained weights (policy).
-    averaged: AveragedModel | None = None
-
-    @property
-    def acting(self) -> LstmPolicy:
-        """The policy that rolls out, is validated and kept: the average when there is one."""
-        return self.policy if self.averaged is None else self.averaged.module
 
     @property
     def dataset_size(self) -> int:
@@ -317,15 +309,7 @@ def new_state(config: TrainConfig) -> DaggerState:
     torch.manual_seed(config.run.seed)
     policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
     optimizer = make_optimizer(policy, config)
-    return DaggerState(0, policy, optimizer, _early_stopping(config),
-                       averaged=_averaged(policy, config))
-
-
-def _averaged(policy: LstmPolicy, config: TrainConfig) -> AveragedModel | None:
-    decay = config.dagger.weight_average
-    if decay == 0.0:
-        return None
-    return AveragedModel(policy, multi_avg_fn=get_ema_multi_avg_fn(decay))
+    return DaggerState(0, policy, optimizer, _early_stopping(config))
 
 
 def _early_stopping(config: TrainConfig, saved: dict[str, Any] | None = None) -> EarlyStopping:
@@ -374,7 +358,6 @@ def save_checkpoint(path: Path, state: DaggerState) -> None:
         "reference": dict(state.reference),
         "env_steps": state.env_steps,
         "history": list(state.history),
-        "averaged": None if state.averaged is None else state.averaged.state_dict(),
     }, path)
 
 
@@ -405,16 +388,13 @@ def _state_from_checkpoint(data: dict[str, Any], path: Path, config: TrainConfig
     optimizer = make_optimizer(policy, config)
     optimizer.load_state_dict(data["optimizer"])
     torch.set_rng_state(data["rng"]["torch"])
-    averaged = _averaged(policy, config)
-    if averaged is not None and data.get("averaged") is not None:
-        averaged.load_state_dict(data["averaged"])
     return DaggerState(
         iteration=int(data["iteration"]), policy=policy, optimizer=optimizer,
         early_stopping=_early_stopping(config, _saved_early_stopping(data)),
         train_episodes=_episodes_from_tensors(data["dataset"]["train"]),
         holdout_episodes=_episodes_from_tensors(data["dataset"]["holdout"]),
         reference=dict(data["reference"]), env_steps=int(data["env_steps"]),
-        history=list(data["history"]), averaged=averaged)
+        history=list(data["history"]))
 
 
 def _saved_early_stopping(data: dict[str, Any]) -> dict[str, Any]:
@@ -511,7 +491,7 @@ def _iteration(run: _Run, state: DaggerState) -> None:
     config, d = run.config, run.config.dagger
     k = state.iteration + 1
     figures = _Figures(k, beta_for(k, d.beta0, d.beta_decay), learning_rate(config, k))
-    tasks = make_tasks(config, run.train_specs, k, state.acting if k > 1 else None)
+    tasks = make_tasks(config, run.train_specs, k, state.policy if k > 1 else None)
     with tqdm(total=len(tasks) + d.epochs + 1, desc=f"iteration {k}/{config.run.iterations}",
               unit="stage", disable=not run.progress, leave=False) as bar:
         bar.set_postfix_str(f"rollouts, beta={figures.beta:.3f}")
@@ -526,7 +506,7 @@ def _iteration(run: _Run, state: DaggerState) -> None:
 
         bar.set_postfix_str("validation")
         ev = config.eval
-        rows = validate_policy(state.acting, run.validation_links, ev.validation_length_s,
+        rows = validate_policy(state.policy, run.validation_links, ev.validation_length_s,
                                ev.runs, config.run.seed)
         figures.scores = summarize_rows(rows)
         bar.update()
@@ -559,10 +539,8 @@ def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
         config.optimizer.grad_clip,
         np.random.default_rng([config.run.seed, figures.iteration, SHUFFLE_STREAM]), weights,
         on_epoch=on_epoch)
-    if state.averaged is not None:
-        state.averaged.update_parameters(state.policy)
     figures.agreement, figures.balanced_agreement = agreement(
-        state.acting, state.holdout_episodes or state.train_episodes)
+        state.policy, state.holdout_episodes or state.train_episodes)
 
 
 def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
@@ -571,7 +549,7 @@ def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
     state.iteration = k
     state.env_steps += figures.env_steps
     if state.early_stopping.update(k, score, agreement=figures.agreement):
-        state.acting.save(run.folder.policy)
+        state.policy.save(run.folder.policy)
     state.history.append({"iteration": float(k), "loss": figures.loss,
                           "agreement": figures.agreement,
                           "balanced_agreement": figures.balanced_agreement, "score": score,

@@ -290,30 +290,3 @@ def test_dagger_with_the_log_change_head_learns_the_expert(tmp_path: Path) -> No
     assert losses[-1] < losses[0], state.history
     [hold] = run_scheme(link_from_spec(VALIDATION_LINKS[0]), "fixed:10", [3], 2000.0)
     assert state.history[-1]["score"] > hold.metrics.score + 1.0, (state.history, hold.metrics)
-
-
-def test_weight_average_acts_validates_and_keeps_the_moving_average(tmp_path: Path) -> None:
-    def run(iterations: int, folder: str, resume: bool = False) -> DaggerState:
-        config = tiny_config(run={"iterations": iterations}, dagger={"weight_average": 0.75})
-        return train(config, tmp_path / folder, resume=resume, progress=False, say=quiet)
-
-    one, two = run(1, "one"), run(2, "two")
-    assert one.averaged is not None and two.averaged is not None
-    # The first iteration's average is its trained policy; then 0.75 average + 0.25 trained.
-    for avg, trained in zip(one.acting.parameters(), one.policy.parameters()):
-        torch.testing.assert_close(avg, trained, rtol=0, atol=0)
-    for avg, first, trained in zip(two.acting.parameters(), one.policy.parameters(),
-                                   two.policy.parameters()):
-        torch.testing.assert_close(avg, 0.75 * first + 0.25 * trained)
-        assert not torch.equal(avg, trained)
-    kept = LstmPolicy.load(tmp_path / "two" / "policy.pt")
-    best = two.early_stopping.best_iteration
-    assert two.history[best - 1]["score"] == max(row["score"] for row in two.history)
-    # Iteration 1 of the two-iteration run is the one-iteration run, seed for seed.
-    expected = one.acting if best == 1 else two.acting
-    for a, b in zip(kept.parameters(), expected.parameters()):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
-    # The checkpoint carries the average: resuming the one-iteration run gives the two-iteration one.
-    resumed = run(2, "one", resume=True)
-    for a, b in zip(resumed.acting.parameters(), two.acting.parameters()):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
