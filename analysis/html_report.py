@@ -105,6 +105,7 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
             inputs.calibrations.append(CalibrationInput(path, doc))
         elif isinstance(doc, list) and doc and all(
                 isinstance(r, dict) and {"link", "scheme"} <= set(r) for r in doc):
+            _check_rows(path, doc)
             inputs.rows.append(RowsInput(path, doc))
         else:
             raise UserError(f"{path}: neither leaderboard rows (ccgym eval/run --json) nor a "
@@ -112,6 +113,16 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
     if not (inputs.rows or inputs.calibrations or inputs.runs or inputs.plots):
         raise UserError("nothing to report: give at least one input")
     return inputs
+
+
+def _check_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    from ccgym.analysis.leaderboard import row_problem
+
+    for i, row in enumerate(rows):
+        problem = row_problem(row)
+        if problem:
+            raise UserError(f"{path}: row {i + 1} ({row['scheme']!r} on {row['link']!r}): "
+                            f"{problem}")
 
 
 def _read_folder(path: Path, inputs: Inputs) -> None:

@@ -21,6 +21,34 @@ FLOW_INDENT = "  "
 COLUMN_GAP = "  "
 
 Row = Mapping[str, Any]
+# The keys a row's cells, notes and summary read as numbers.
+NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "score_std",
+               "utilization", "loss", "jain_index", "share", "duration_s")
+
+
+def row_problem(row: Row) -> str | None:
+    """What makes a row (from a file: ccgym eval/run --json) unprintable, else None: a number
+    key holding something else, runs that is not a count, flows that are not a list of rows."""
+    def is_number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for key in NUMBER_KEYS:
+        if row.get(key) is not None and not is_number(row[key]):
+            return f"{key} must be a number, got {row[key]!r}"
+    runs = row.get("runs")
+    if runs is not None and not (isinstance(runs, int) and not isinstance(runs, bool)
+                                 and runs >= 0):
+        return f"runs must be a count of runs, got {runs!r}"
+    flows = row.get("flows")
+    if flows is not None:
+        if not isinstance(flows, list) or not all(isinstance(f, dict) and "flow" in f
+                                                  for f in flows):
+            return "flows must be a list of rows, each with its flow's number"
+        for flow in flows:
+            problem = row_problem(flow)
+            if problem:
+                return f"flow {flow['flow']!r}: {problem}"
+    return None
 
 
 def _number(value: Any) -> float | None:

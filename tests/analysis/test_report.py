@@ -148,6 +148,24 @@ def test_bad_inputs_are_one_clear_error(tmp_path, capsys):
         assert not out.exists()
 
 
+@pytest.mark.parametrize(("row", "message"), [
+    ({"runs": ""}, "row 1 ('s' on 'l'): runs must be a count of runs, got ''"),
+    ({"score": "x"}, "score must be a number, got 'x'"),
+    ({"throughput_mbps": [1]}, "throughput_mbps must be a number"),
+    ({"flows": [{"flow": 1, "share": "half"}]}, "flow 1: share must be a number"),
+    ({"flows": "two"}, "flows must be a list of rows"),
+])
+def test_rows_with_unprintable_values_are_one_clear_error(tmp_path, capsys, row, message):
+    # Hypothesis found {"runs": ""} reaching int() in the leaderboard as an internal error.
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"link": "l", "scheme": "s", "score": -1.0} | row]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(rows), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and str(rows) in err[0]
+    assert not out.exists()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
                                              "(scripts/setup.sh installs it)")
 def test_renders_in_chromium_with_no_console_errors(report):
