@@ -527,10 +527,14 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_sender_grows_no_further_than_the_pipe_allows(tmp_path: Path) -> None:
-    """Loopback's pipe (rate x min RTT) is under a packet: +10 every step leaves the window at
-    the initial one, the growth ceiling (actions.hh)."""
+    """Loopback's pipe (rate x min RTT) is under a packet on an idle machine: +10 every step
+    leaves the window at or near the initial one, the growth ceiling (actions.hh)."""
     window, _ = _run_constant_policy(tmp_path, "+10")
-    assert len(window) > 100 and np.all(window == _core.INITIAL_WINDOW)
+    # On a busy machine ACKs handled late, in a burst, can show a pipe of a few packets for a
+    # moment, and the window may grow to twice that (10.07 and 10.13 were seen with every core
+    # busy); +10 per step unchecked would pass 1000 packets within the second.
+    assert len(window) > 100 and window[0] == _core.INITIAL_WINDOW
+    assert window.min() >= _core.INITIAL_WINDOW and window.max() < 2 * _core.INITIAL_WINDOW
 
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
