@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ccgym.config_fields import is_count, is_real
+
 OMNISCIENT = "omniscient"  # the scheme name of the bound, pinned on top of its link's group
 MISSING = "-"
 PERCENT = 100.0
@@ -28,16 +30,13 @@ NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "
 
 def row_problem(row: Row) -> str | None:
     """What makes a row (from a file: ccgym eval/run --json) unprintable, else None: a number
-    key holding something else, runs that is not a count, flows that are not a list of rows."""
-    def is_number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-
+    key holding something else, runs that is not a count, flows that are not a list of rows.
+    Scores may be -inf or NaN (analysis/metrics.py), so any real number passes."""
     for key in NUMBER_KEYS:
-        if row.get(key) is not None and not is_number(row[key]):
+        if row.get(key) is not None and not is_real(row[key]):
             return f"{key} must be a number, got {row[key]!r}"
     runs = row.get("runs")
-    if runs is not None and not (isinstance(runs, int) and not isinstance(runs, bool)
-                                 and runs >= 0):
+    if runs is not None and not is_count(runs):
         return f"runs must be a count of runs, got {runs!r}"
     flows = row.get("flows")
     if flows is not None:

@@ -22,9 +22,13 @@ def rule(test: Callable[[Any], Any], text: str) -> dict[str, Any]:
     return {"rule": (test, text)}
 
 
+def is_real(value: Any) -> bool:
+    """A real number, infinities and NaN included (bool is an int in Python, but not one)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def is_number(value: Any) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value))
+    return is_real(value) and math.isfinite(value)
 
 
 def is_count(value: Any) -> bool:

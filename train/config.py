@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, rule
+from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, is_real, rule
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
 from ccgym.policies import HEADS
@@ -255,10 +255,6 @@ SECTIONS: dict[str, type] = {"run": RunSection, "links": LinksSection, "model": 
 
 # ---------------------------------------------------------------- reading
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _is_list_of(test: Any) -> Any:
     return lambda value: isinstance(value, list) and all(test(v) for v in value)
 
@@ -271,10 +267,10 @@ def _is_str(value: Any) -> bool:
 _TYPES: dict[Any, tuple[str, Any, Any]] = {
     bool: ("true or false", lambda v: isinstance(v, bool), bool),
     int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool), int),
-    float: ("a number", _is_number, float),
+    float: ("a number", is_real, float),
     str: ("a string", _is_str, str),
     list[str]: ("a list of strings", _is_list_of(_is_str), list),
-    list[float]: ("a list of numbers", _is_list_of(_is_number),
+    list[float]: ("a list of numbers", _is_list_of(is_real),
                   lambda v: [float(x) for x in v]),
     LinkEntries: ("a string or a list of strings",
                   lambda v: _is_str(v) or _is_list_of(_is_str)(v),

@@ -166,6 +166,16 @@ def test_rows_with_unprintable_values_are_one_clear_error(tmp_path, capsys, row,
     assert not out.exists()
 
 
+def test_rows_with_infinite_or_missing_scores_are_reported(tmp_path):
+    # Zero throughput scores -inf and a link that offered nothing NaN (analysis/metrics.py).
+    rows = tmp_path / "rows.json"
+    rows.write_text('[{"link": "l", "scheme": "a", "runs": 1, "score": -Infinity},'
+                    ' {"link": "l", "scheme": "b", "runs": 1, "score": NaN}]')
+    out = tmp_path / "r.html"
+    assert main(["report", str(rows), "-o", str(out)]) == 0
+    assert out.exists()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
                                              "(scripts/setup.sh installs it)")
 def test_renders_in_chromium_with_no_console_errors(report):

@@ -534,7 +534,7 @@ def test_sender_grows_no_further_than_the_pipe_allows(tmp_path: Path) -> None:
     # moment, and the window may grow to twice that (10.07 and 10.13 were seen with every core
     # busy); +10 per step unchecked would pass 1000 packets within the second.
     assert len(window) > 100 and window[0] == _core.INITIAL_WINDOW
-    assert window.min() >= _core.INITIAL_WINDOW and window.max() < 2 * _core.INITIAL_WINDOW
+    assert window.max() < 2 * _core.INITIAL_WINDOW
 
 
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
