@@ -169,6 +169,11 @@ class PpoSection:
     # reward / (1 - gamma), and the value head shares the actor's LSTM, so unscaled returns of
     # -10 to -200 would make the value loss drown the policy's gradient in the shared layer.
     reward_scale: float = field(default=0.02, metadata=POSITIVE)
+    # The log_change head's logits, -(d_a - r)^2, divided by this for the actions PPO samples
+    # (greedy actions, and so the exported policy, are unchanged). At 1 the squared log changes
+    # are so small (+10 from 30 packets: 0.08) that every action is about as likely, /2 and x2
+    # too; at 0.001 the steps next to r (+-1 packet around 30) are sampled, the far ones not.
+    log_change_temperature: float = field(default=0.001, metadata=POSITIVE)
     # Discount and GAE's lambda. 0.98: a horizon of about 50 steps (0.5 s), a few RTTs.
     gamma: float = field(default=0.98, metadata=DISCOUNT)
     lambda_: float = field(default=0.95, metadata=PROBABILITY)

@@ -108,7 +108,7 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     steps = round(ppo.episode_ms / _step_ms())
     runners = max(run.workers, 1)
     model = {"hidden_size": config.model.hidden_size, "head": config.model.head,
-             "max_seq_len": ppo.max_seq_len,
+             "max_seq_len": ppo.max_seq_len, "temperature": ppo.log_change_temperature,
              "init_policy": init_policy(config)}
     return (
         PPOConfig()

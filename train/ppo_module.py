@@ -9,7 +9,9 @@ The recurrent state is {"h", "c"}, each (hidden_size,) per sequence: RLlib's env
 from step to step and store it in the episodes, and its learner connectors cut the episodes into
 max_seq_len chunks that start from the stored states (truncated backpropagation through time).
 
-model_config keys: hidden_size; max_seq_len (the chunk length); init_policy (optional: an
+model_config keys: hidden_size; max_seq_len (the chunk length); temperature (the log_change
+head's logits are divided by it for the action distribution PPO samples and learns: see [ppo]
+log_change_temperature; the greedy action is the same); init_policy (optional: an
 LstmPolicy.to_file_dict() whose weights the actor starts from, e.g. a DAgger run's policy.pt;
 every copy of the module, on the learner and on each env runner, is built from it).
 """
@@ -48,6 +50,8 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
                     f"actions {self.policy.num_actions}, head {self.policy.head_kind})")
             self.policy.load_state_dict(start.state_dict())
         self.value_head = nn.Linear(hidden, 1)
+        self.temperature = (float(self.model_config.get("temperature", 1.0))
+                            if self.policy.head_kind == "log_change" else 1.0)
 
     def get_initial_state(self) -> dict[str, np.ndarray]:
         zeros = np.zeros(self.policy.hidden_size, dtype=np.float32)
@@ -62,13 +66,16 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self.policy.logits(out, batch[Columns.OBS]),
+        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
                 Columns.STATE_OUT: state}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self.policy.logits(out, batch[Columns.OBS]),
+        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
                 Columns.STATE_OUT: state, Columns.EMBEDDINGS: out}
+
+    def _logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
+        return self.policy.logits(lstm_out, batch[Columns.OBS]) / self.temperature
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is None:

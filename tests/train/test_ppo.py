@@ -186,7 +186,8 @@ def test_cli_refuses_a_missing_init_from_before_making_the_run_folder(
     assert "[ppo] init_from" in capsys.readouterr().err and not out.exists()
 
 
-def test_the_log_change_head_gives_the_actor_its_logits() -> None:
+@pytest.mark.parametrize("head", ["log_change", "classes"])
+def test_the_actor_samples_from_its_logits_over_the_temperature(head: str) -> None:
     import gymnasium as gym
     from ray.rllib.core.columns import Columns
 
@@ -195,14 +196,17 @@ def test_the_log_change_head_gives_the_actor_its_logits() -> None:
     module = LstmActorCritic(
         observation_space=gym.spaces.Box(-1, 1, (_core.OBS_DIM,), np.float32),
         action_space=gym.spaces.Discrete(_core.NUM_ACTIONS),
-        model_config={"hidden_size": 8, "head": "log_change"})
+        model_config={"hidden_size": 8, "head": head, "temperature": 0.01})
     obs = torch.rand(2, 4, _core.OBS_DIM)
     state = {"h": torch.zeros(2, 8), "c": torch.zeros(2, 8)}
     with torch.no_grad():
         out = module._forward({Columns.OBS: obs, Columns.STATE_IN: state})
         expected, _ = module.policy(obs)
-    assert module.policy.head_kind == "log_change"
-    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], expected)
+    # Only the log_change head's squared log changes are scaled; a classifier's logits are
+    # trained as they are. The greedy action is the policy's either way.
+    temperature = 0.01 if head == "log_change" else 1.0
+    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], expected / temperature)
+    assert torch.equal(out[Columns.ACTION_DIST_INPUTS].argmax(-1), expected.argmax(-1))
 
 
 def test_warm_start_refuses_a_policy_with_another_head(tmp_path: Path) -> None:
