@@ -29,6 +29,9 @@ from torch import nn
 
 from ccgym.policies.lstm import LstmPolicy
 
+# How far below the greedy action's logit any action's is kept (see _logits).
+LOGIT_RANGE = 30.0
+
 
 class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
     """LstmPolicy (the actor) and a linear value head on its LSTM output."""
@@ -75,7 +78,12 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
                 Columns.STATE_OUT: state, Columns.EMBEDDINGS: out}
 
     def _logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
-        return self.policy.logits(lstm_out, batch[Columns.OBS]) / self.temperature
+        logits = self.policy.logits(lstm_out, batch[Columns.OBS]) / self.temperature
+        # Over the temperature, a far action's logit (/2 from 30 packets: -480) underflows to a
+        # probability of exactly 0, and torch's KL divergence is then infinite. e^-30 of the
+        # greedy action's odds is as good as never, and finite.
+        greedy = logits.max(dim=-1, keepdim=True).values
+        return torch.maximum(logits, greedy - LOGIT_RANGE)
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is None:

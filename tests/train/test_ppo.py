@@ -17,6 +17,7 @@ from ccgym.policies.lstm import LstmPolicy
 from ccgym.train import dagger, ppo
 from ccgym.train.config import TrainConfig, parse_config, to_toml
 from ccgym.train.pool import RolloutPool
+from ccgym.train.ppo_module import LOGIT_RANGE
 
 # The BDP of 3 Mbit/s at a 40 ms RTT is 10 packets, the initial window: holding it is optimal
 # (full rate, no queue; a return near 0). The 10-packet buffer bounds the queue, so the delay a
@@ -205,8 +206,33 @@ def test_the_actor_samples_from_its_logits_over_the_temperature(head: str) -> No
     # Only the log_change head's squared log changes are scaled; a classifier's logits are
     # trained as they are. The greedy action is the policy's either way.
     temperature = 0.01 if head == "log_change" else 1.0
-    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], expected / temperature)
+    scaled = expected / temperature
+    floor = scaled.max(dim=-1, keepdim=True).values - LOGIT_RANGE
+    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], torch.maximum(scaled, floor))
     assert torch.equal(out[Columns.ACTION_DIST_INPUTS].argmax(-1), expected.argmax(-1))
+
+
+def test_far_actions_keep_a_probability_so_the_kl_stays_finite() -> None:
+    import gymnasium as gym
+    from ray.rllib.core.columns import Columns
+
+    from ccgym.train.ppo_module import LstmActorCritic
+
+    module = LstmActorCritic(
+        observation_space=gym.spaces.Box(-1, 1, (_core.OBS_DIM,), np.float32),
+        action_space=gym.spaces.Discrete(_core.NUM_ACTIONS),
+        model_config={"hidden_size": 8, "head": "log_change", "temperature": 0.001})
+    obs = torch.rand(64, 1, _core.OBS_DIM)
+    state = {"h": torch.zeros(64, 8), "c": torch.zeros(64, 8)}
+    with torch.no_grad():
+        logits = module._forward({Columns.OBS: obs, Columns.STATE_IN: state})[
+            Columns.ACTION_DIST_INPUTS]
+    # /2 and x2 are hundreds of logits below the greedy step at this temperature.
+    assert float((logits.max(-1).values - logits.min(-1).values).max()) == pytest.approx(LOGIT_RANGE)
+    p = torch.distributions.Categorical(logits=logits)
+    q = torch.distributions.Categorical(logits=logits.roll(1, dims=-1))
+    assert (p.probs > 0).all()
+    assert torch.isfinite(torch.distributions.kl_divergence(p, q)).all()
 
 
 def test_warm_start_refuses_a_policy_with_another_head(tmp_path: Path) -> None:
