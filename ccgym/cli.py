@@ -31,6 +31,8 @@ VERBS = {
     "eval": ("ccgym.analysis.cli_eval", "score schemes on links: the contest's leaderboard"),
     "oracle": ("ccgym.oracle.cli_oracle", "the ideal window of each link and its score"),
     "train": ("ccgym.train.cli_train", "train an LSTM policy with DAgger from a TOML config"),
+    "ensemble": ("ccgym.policies.cli_ensemble",
+                 "average trained policies (e.g. one config's seeds) into one policy file"),
     "export": ("ccgym.deploy.cli_export", "export a trained policy to ONNX"),
     "run": ("ccgym.deploy.cli_run", "run a scheme over a real-time emulated link or a real path"),
     "receive": ("ccgym.deploy.cli_receive", "run the UDP receiver for a real path"),

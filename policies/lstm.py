@@ -189,6 +189,50 @@ class LstmPolicy(nn.Module):
         return cls.from_file_dict(load_torch_file(path, "policy"), where=str(path))
 
 
+def ensemble(members: list[LstmPolicy]) -> LstmPolicy:
+    """One LstmPolicy that acts on the mean of the members' head outputs (their mean r for the
+    log_change head, their mean logits for classes), exactly, in every state.
+
+    Members that read the same observations are one LSTM whose hidden units are all of theirs
+    side by side: the input weights stacked, the recurrent weights block-diagonal (no member
+    sees another's state), and the head is linear, so a head of the members' weights over k
+    averages them. The result is an ordinary policy file: `ccgym eval`, `ccgym export` and the
+    C++ sender take it unchanged. ValueError if there are no members or their heads differ.
+    """
+    if not members:
+        raise ValueError("an ensemble needs at least one policy")
+    heads = {m.head_kind for m in members}
+    if len(heads) > 1:
+        raise ValueError(f"the policies have different heads ({', '.join(sorted(heads))}); "
+                         "only policies with the same head can be averaged")
+    sizes = [m.hidden_size for m in members]
+    total, k = sum(sizes), len(members)
+    first = members[0]
+    out = LstmPolicy(hidden_size=total, obs_dim=first.obs_dim, num_actions=first.num_actions,
+                     head=first.head_kind)
+
+    def gates(t: torch.Tensor, h: int) -> torch.Tensor:  # (4h, ...) -> (4, h, ...): i, f, g, o
+        return t.detach().reshape(4, h, *t.shape[1:])
+
+    recurrent = torch.zeros(4, total, total)
+    start = 0
+    for m, h in zip(members, sizes):
+        recurrent[:, start:start + h, start:start + h] = gates(m.lstm.weight_hh_l0, h)
+        start += h
+    weights = {
+        "lstm.weight_ih_l0": torch.cat([gates(m.lstm.weight_ih_l0, h)
+                                        for m, h in zip(members, sizes)], 1),
+        "lstm.weight_hh_l0": recurrent,
+        **{f"lstm.{b}": torch.cat([gates(getattr(m.lstm, b), h) for m, h in zip(members, sizes)],
+                                  1) for b in ("bias_ih_l0", "bias_hh_l0")},
+        "head.weight": torch.cat([m.head.weight.detach() for m in members], 1) / k,
+        "head.bias": sum(m.head.bias.detach() for m in members) / k,
+    }
+    out.load_state_dict({name: w.reshape(out.state_dict()[name].shape)
+                         for name, w in weights.items()})
+    return out.eval()
+
+
 def load_torch_file(path: str | os.PathLike, what: str) -> object:
     """torch.load of a file ccgym wrote (weights only: no code runs); ValueError naming the file
     when it is empty, truncated or not a PyTorch file at all, whatever the unpickler raised."""

@@ -47,6 +47,8 @@ CASES = {
                           "not a readable ONNX model"),
     "export empty policy": (["export", "{d}/empty.pt"], "empty file"),
     "export corrupt policy": (["export", "{d}/garbage.pt"], "not a readable ccgym policy"),
+    "ensemble empty policy": (["ensemble", "{d}/empty.pt", "{d}/empty.pt", "-o", "{d}/e.pt"],
+                              "empty file"),
     # TOML files that are not text, or empty.
     "eval binary link set": (["eval", "--links", "{d}/binary.toml"], "binary.toml"),
     "train binary config": (["train", "{d}/binary.toml"], "binary.toml"),
@@ -70,6 +72,8 @@ CASES = {
     "train out is a file": (["train", "--out", "{d}/a-file"], "is a file"),
     "export output is a folder": (["export", "{d}/garbage.pt", "-o", "{d}/a-folder"],
                                   "is a folder"),
+    "ensemble output is a folder": (["ensemble", "{d}/garbage.pt", "{d}/garbage.pt", "-o",
+                                     "{d}/a-folder"], "is a folder"),
     "receive log in a missing folder": (["receive", "--port", "9", "--log", "{d}/nope/r.tsv"],
                                         "does not exist"),
     # Numbers out of bounds, checked where the spec is parsed.

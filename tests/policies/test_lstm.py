@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ccgym.emulators import _core
-from ccgym.policies.lstm import LstmPolicy, action_log_changes
+from ccgym.policies.lstm import LstmPolicy, action_log_changes, ensemble
 
 
 def simulated_observations(steps: int = 200, window: float = 30.0) -> np.ndarray:
@@ -182,3 +182,38 @@ def test_unknown_heads_are_refused(change_policy: LstmPolicy) -> None:
     data["head"] = "gaussian"
     with pytest.raises(ValueError, match="damaged"):
         LstmPolicy.from_file_dict(data)
+
+
+@pytest.mark.parametrize("head", ["log_change", "classes"])
+def test_an_ensemble_acts_on_the_mean_of_its_members_outputs(head: str) -> None:
+    torch.manual_seed(1)
+    members = [LstmPolicy(hidden_size=h, head=head).eval() for h in (8, 16, 8)]
+    with torch.no_grad():
+        for m in members:
+            for param in m.parameters():
+                param.mul_(3.0)
+    merged = ensemble(members)
+    assert merged.hidden_size == 32 and merged.head_kind == head
+    obs = torch.from_numpy(simulated_observations(120)).unsqueeze(0)
+    with torch.no_grad():
+        outputs = [m.head(m.lstm(obs)[0]) for m in members]
+        mean = sum(outputs) / len(outputs)
+        torch.testing.assert_close(merged.head(merged.lstm(obs)[0]), mean, atol=1e-5, rtol=0)
+        # Not any one member's: the mean differs from each by more than the tolerance.
+        assert all((out - mean).abs().max() > 1e-3 for out in outputs)
+    # Step by step, the state carried between calls: the same actions as the sequence gives.
+    state, actions = None, []
+    for step in obs[0].numpy():
+        action, state = merged.act(step[None, :], state)
+        actions.append(int(action[0]))
+    with torch.no_grad():
+        logits, _ = merged(obs)
+    assert actions == logits[0].argmax(-1).tolist()
+
+
+def test_an_ensemble_needs_members_with_one_head() -> None:
+    with pytest.raises(ValueError, match="different heads"):
+        ensemble([LstmPolicy(hidden_size=8, head="classes"),
+                  LstmPolicy(hidden_size=8, head="log_change")])
+    with pytest.raises(ValueError, match="at least one"):
+        ensemble([])

@@ -1,0 +1,50 @@
+"""Average trained policies into one: an ensemble that acts on the mean of their outputs.
+
+Policies of one config trained at several seeds differ where their training left the choice
+open; acting on their mean output (the mean log window change for the log_change head, the
+mean logits for classes) averages those differences out. The ensemble is one LSTM holding every
+member's units side by side (policies/lstm.py: ensemble), written as an ordinary policy.pt:
+`ccgym eval --schemes lstm:FILE`, `ccgym export FILE` and `ccgym-sender` take it unchanged.
+It costs the members' decision time together. Example:
+
+  ccgym ensemble runs/cellular__1__... runs/cellular__2__... runs/cellular__3__... -o cellular.pt
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ccgym import flags
+from ccgym.errors import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policies", metavar="RUN_DIR_OR_PT", nargs="+",
+                        help="run folders (their policy.pt) or policy .pt files, two or more")
+    parser.add_argument("-o", "--output", metavar="OUT.pt", type=flags.output_file,
+                        required=True, help="the ensemble's policy file to write")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccgym.policies.lstm import LstmPolicy, ensemble
+    from ccgym.train.run_folder import resolve_policy_path
+
+    if len(args.policies) < 2:
+        raise UserError("give two or more policies to average")
+    if not args.output.resolve().parent.is_dir():
+        raise UserError(f"-o: folder {args.output.parent} does not exist")
+    members = []
+    for argument in args.policies:
+        source = resolve_policy_path(argument, "")
+        try:
+            members.append(LstmPolicy.load(source))
+        except (ValueError, OSError) as e:
+            raise UserError(f"cannot load the policy: {e}") from None
+    try:
+        policy = ensemble(members)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    policy.save(args.output)
+    print(f"wrote {args.output}: {len(members)} policies, hidden size {policy.hidden_size} "
+          f"({' + '.join(str(m.hidden_size) for m in members)}), head {policy.head_kind}")
+    return 0
