@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
 from ccgym.analysis.evaluate import evaluate
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
 from ccgym.emulators.links import data_dir, needs_shared_data, resolve_links
 
-BASELINES = ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic", "bbr", "copa", "verus", "sprout"]
+BASELINES = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 CONSTANT_GROUPS = {"held-out-grid"}
 UTILIZATION_GOAL = 0.9
 QUEUE_GOAL = 0.25  # p95 queueing delay / minimum RTT

@@ -25,12 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
 from ccgym.analysis.evaluate import evaluate
 from ccgym.emulators.links import resolve_links
-from ccgym.errors import UserError
 
-DEFAULTS = ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic", "bbr", "copa", "verus",
-            "sprout"]
+DEFAULTS = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 SWEEP = [
     *[f"copa:delta={d}" for d in (0.05, 0.1, 0.2, 0.3, 0.4, 0.7, 1, 1.5, 2, 3, 5)],
     *[f"vegas:alpha={a}:beta={2 * a}" for a in (1, 3, 4, 6, 8, 12, 16)],
@@ -52,12 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", nargs="*", default=[],
                         help="run folders whose policies (lstm:RUN) are scored beside them")
     args = parser.parse_args(argv)
-    try:
-        links = resolve_links(None, args.links)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
+    links = resolve_links(None, args.links)
     policies = [f"lstm:{p}" for p in args.policy]
     schemes = [*policies, *DEFAULTS, *SWEEP]
     started = time.perf_counter()
