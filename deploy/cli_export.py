@@ -42,9 +42,8 @@ def run(args: argparse.Namespace) -> int:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
         raise UserError(f"{source}: cannot load the policy: {e}") from e
+    # -o was checked as it was parsed (flags.output_file); the default lies beside the source.
     output = Path(args.output) if args.output else source.with_suffix(".onnx")
-    if not output.resolve().parent.is_dir():
-        raise UserError(f"-o: folder {output.parent} does not exist")
     export_policy(policy, output)
     print(f"wrote {output} (hidden size {policy.hidden_size}, {output.stat().st_size} bytes)")
     if not args.no_check:

@@ -31,8 +31,6 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.policies) < 2:
         raise UserError("give two or more policies to average")
-    if not args.output.resolve().parent.is_dir():
-        raise UserError(f"-o: folder {args.output.parent} does not exist")
     members = []
     for argument in args.policies:
         source = resolve_policy_path(argument, "")

@@ -201,14 +201,6 @@ def test_an_ensemble_acts_on_the_mean_of_its_members_outputs(head: str) -> None:
         torch.testing.assert_close(merged.head(merged.lstm(obs)[0]), mean, atol=1e-5, rtol=0)
         # Not any one member's: the mean differs from each by more than the tolerance.
         assert all((out - mean).abs().max() > 1e-3 for out in outputs)
-    # Step by step, the state carried between calls: the same actions as the sequence gives.
-    state, actions = None, []
-    for step in obs[0].numpy():
-        action, state = merged.act(step[None, :], state)
-        actions.append(int(action[0]))
-    with torch.no_grad():
-        logits, _ = merged(obs)
-    assert actions == logits[0].argmax(-1).tolist()
 
 
 def test_an_ensemble_needs_members_with_one_head() -> None:
