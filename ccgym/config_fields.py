@@ -54,6 +54,9 @@ POSITIVE = rule(lambda v: is_number(v) and v > 0, "must be positive")
 NON_NEGATIVE = rule(lambda v: is_number(v) and v >= 0, "must not be negative")
 NON_NEGATIVE_INT = rule(is_count, "must not be negative")
 PROBABILITY = rule(lambda v: is_number(v) and 0.0 <= v <= 1.0, "must be in [0, 1]")
+SHARES = rule(lambda v: isinstance(v, (list, tuple)) and len(v) > 0
+              and all(is_number(e) and 0.0 <= e <= 1.0 for e in v),
+              "must be a non-empty list of numbers in [0, 1]")
 
 
 def broken_rule(config: Any) -> tuple[str, str] | None:

@@ -29,7 +29,7 @@ the virtual-time simulator with one "external" flow whose window the agent sets.
 Seeding: reset(seed=s) seeds np_random, which draws each episode's link and simulation
 seed; a first reset without a seed uses the config's seed (if any). The same seed gives
 the same rollout. The oracle's window of a link is computed once per link with the
-config's oracle_seed and oracle_duration_ms (for links whose ideal is not the BDP, a
+config's oracle_seed, oracle_duration_ms and oracle_lookbacks (for links whose ideal is not the BDP, a
 search of a few seconds at the first episode on that link; cached on disk).
 """
 
@@ -46,13 +46,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, PROBABILITY, at_least, between,
-                                 broken_rule, optional, rule)
+from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, PROBABILITY, SHARES, at_least,
+                                 between, broken_rule, optional, rule)
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
-from ccgym.oracle.ideal import IdealWindow, expert_action, ideal_window
+from ccgym.oracle.ideal import LOOKBACKS, IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
 DEFAULT_LINKS = "indigo-synthetic"
@@ -95,6 +95,10 @@ class EnvConfig:
     # once, else 30 s). Shorter searches start training sooner on many non-BDP links.
     oracle_duration_ms: float | None = field(default=None,
                                              metadata=optional(at_least(_core.STEP_MS)))
+    # Where a trace oracle may count its RTT, as shares of it behind now (oracle/ideal.py
+    # LOOKBACKS); [1.0]: only the RTT behind now, an expert that never looks ahead.
+    oracle_lookbacks: list[float] = field(default_factory=lambda: list(LOOKBACKS),
+                                          metadata=SHARES)
     # The share of episodes that start from a random window (start_window) instead of
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
@@ -154,11 +158,17 @@ class LinkProfile:
     ideal: IdealWindow
 
 
+def link_profile(link: Link, config: EnvConfig) -> LinkProfile:
+    return _link_profile(link, config.oracle_seed, config.oracle_duration_ms,
+                         tuple(config.oracle_lookbacks))
+
+
 @lru_cache(maxsize=4096)
-def link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None) -> LinkProfile:
+def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
+                  oracle_lookbacks: tuple[float, ...]) -> LinkProfile:
     delay = _core.parse_link_spec(link.spec).delay_ms
     return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms))
+                       ideal_window(link.spec, oracle_seed, oracle_duration_ms, oracle_lookbacks))
 
 
 # The scaled delay, rates and window have no upper bound; the largest float32 says so in
@@ -249,8 +259,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
             seed = self.config.seed
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
-        self._profile = link_profile(self.links[index], self.config.oracle_seed,
-                                     self.config.oracle_duration_ms)
+        self._profile = link_profile(self.links[index], self.config)
         self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
                                     False)
         window, self._held_steps = start_window(self.np_random, self._profile, self.config)

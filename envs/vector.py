@@ -161,8 +161,7 @@ class VecLinkEnv(VectorEnv):
 
     def _reset_slot(self, i: int) -> None:
         index, sim_seed = draw_episode(self._rngs[i], len(self.links))
-        profile = link_profile(self.links[index], self.config.oracle_seed,
-                               self.config.oracle_duration_ms)
+        profile = link_profile(self.links[index], self.config)
         window, self._held_steps[i] = start_window(self._rngs[i], profile, self.config)
         self._vec.reset(i, profile.spec, sim_seed, window)
         self._profiles[i] = profile

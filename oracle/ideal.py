@@ -312,16 +312,16 @@ def best_fixed_window(link_spec: str, seed: int = 1, duration_ms: float | None =
                                           FIXED_WINDOW_BOUNDS, exact=[bdp]))
 
 
-def best_trace_window(link_spec: str, seed: int = 1,
-                      duration_ms: float | None = None) -> TraceWindowSearch:
-    """The trace window with the best score. Each lookback is scored at margin 1, then the
-    margin is searched at the best one."""
+def best_trace_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
+                      lookbacks: Sequence[float] = LOOKBACKS) -> TraceWindowSearch:
+    """The trace window with the best score. Each of the lookbacks is scored at margin 1,
+    then the margin is searched at the best one."""
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     ideal = TraceIdealWindow.for_link(link_spec, seed=seed)
-    by_lookback = [ideal.with_lookback(lookback) for lookback in LOOKBACKS]
+    by_lookback = [ideal.with_lookback(lookback) for lookback in lookbacks]
     scores = schedule_scores(link_spec, [stepped_schedule(candidate, duration)
                                          for candidate in by_lookback], seed, duration)
-    best = max(range(len(LOOKBACKS)), key=lambda i: (_rank(scores[i]), -i))
+    best = max(range(len(lookbacks)), key=lambda i: (_rank(scores[i]), -i))
     ideal = by_lookback[best]
     known = {1.0: scores[best]}  # margin 1 at this lookback was just scored
 
@@ -338,26 +338,31 @@ def best_trace_window(link_spec: str, seed: int = 1,
 
 # ---------------------------------------------------------------- choosing and caching
 
-_MEMORY: dict[tuple[str, int, float], IdealWindow] = {}
+_MEMORY: dict[tuple[str, int, float, tuple[float, ...]], IdealWindow] = {}
 
 
-def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None) -> IdealWindow:
-    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule.
+def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
+                 lookbacks: Sequence[float] = LOOKBACKS) -> IdealWindow:
+    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule
+    (its lookback the best of `lookbacks`; (1.0,) counts only the RTT behind now).
 
-    Searches are cached per (spec, seed, duration) in the process and on disk.
+    Searches are cached per (spec, seed, duration, lookbacks) in the process and on disk.
     """
     canonical = _core.parse_link_spec(link_spec).to_string()
     duration = default_duration_ms(canonical) if duration_ms is None else float(duration_ms)
-    key = (canonical, int(seed), duration)
+    key = (canonical, int(seed), duration, tuple(float(b) for b in lookbacks))
+    if not key[3] or not all(0.0 <= b <= 1.0 for b in key[3]):
+        raise ValueError(f"lookbacks must be values in [0, 1], got {list(lookbacks)}")
     if key not in _MEMORY:
-        _MEMORY[key] = _compute_ideal(canonical, int(seed), duration)
+        _MEMORY[key] = _compute_ideal(*key)
     return _MEMORY[key]
 
 
-def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
+def _compute_ideal(spec: str, seed: int, duration_ms: float,
+                   lookbacks: tuple[float, ...]) -> IdealWindow:
     parsed = _core.parse_link_spec(spec)
     if parsed.data_trace:
-        return _trace_ideal(spec, seed, duration_ms)
+        return _trace_ideal(spec, seed, duration_ms, lookbacks)
     if is_plain_constant_link(spec):
         bdp = bdp_packets(parsed.rate_mbps, parsed.delay_ms)
         # A window outside the sender's range cannot be set: the nearest one can.
@@ -366,12 +371,15 @@ def _compute_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
     return ConstantIdealWindow(fixed.window, "search", fixed.score)
 
 
-def _trace_ideal(spec: str, seed: int, duration_ms: float) -> IdealWindow:
+def _trace_ideal(spec: str, seed: int, duration_ms: float,
+                 lookbacks: tuple[float, ...]) -> IdealWindow:
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
     count of any one RTT is mostly noise and a steady window can do better."""
-    trace = _cached("trace", TraceWindowSearch, spec, seed, duration_ms,
-                    lambda: best_trace_window(spec, seed, duration_ms))
+    # The default search keeps its cache name, so caches made before lookbacks were a choice hold.
+    kind = "trace" if lookbacks == LOOKBACKS else "trace-lookbacks-" + "-".join(map(str, lookbacks))
+    trace = _cached(kind, TraceWindowSearch, spec, seed, duration_ms,
+                    lambda: best_trace_window(spec, seed, duration_ms, lookbacks))
     fixed = _cached_fixed(spec, seed, duration_ms)
     if _rank(fixed.score) > _rank(trace.score):
         return ConstantIdealWindow(fixed.window, "search", fixed.score)

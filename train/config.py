@@ -12,7 +12,7 @@ reads it back from there.
     [model]      hidden_size, head
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, random_start
+                 holdout_fraction, oracle_duration_s, oracle_lookbacks, random_start
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, broken_rule, is_real, rule
+from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, broken_rule, is_real,
+                                 rule)
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
+from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 
 LinkEntries = str | list[str]
@@ -141,6 +143,11 @@ class DaggerSection:
     # Poisson link), seconds; 0: as `ccgym eval` runs the link (a trace once). Recorded traces
     # last up to 15 minutes, and varied links each need their own search: a minute suffices.
     oracle_duration_s: float = field(default=0.0, metadata=NON_NEGATIVE)
+    # Where the oracle of a training trace may count its RTT: shares of it behind now, the best
+    # of them by search (oracle/ideal.py). [1.0] makes an expert that only counts the RTT behind
+    # now: every label a function of the link's past, which a sender can learn to read.
+    oracle_lookbacks: list[float] = field(default_factory=lambda: list(LOOKBACKS),
+                                          metadata=SHARES)
     # The share of training episodes that start from a random window, from one packet to four
     # BDPs, held for up to 3 s (envs/link_env.py start_window): without them no training
     # episode leads to a tiny window on a fast link, where policies then stayed.

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
 from ccgym.envs.link_env import EnvConfig, LinkEnv
+from ccgym.oracle.ideal import ideal_window
 
 LINK_12 = "rate_mbps=12,delay_ms=20"
 BDP_12 = 40.0
@@ -134,10 +135,33 @@ def test_gymnasium_make_builds_the_registered_env():
     ({"links": []}, "links"),
     ({"links": ["rate_mbs=12,delay_ms=20"]}, "rate_mbs"),
     ({"links": "no-such-link-set"}, "no-such-link-set"),
+    ({"oracle_lookbacks": []}, "oracle_lookbacks"),
+    ({"oracle_lookbacks": [0.5, 1.5]}, "oracle_lookbacks"),
 ])
 def test_bad_config_names_the_key(config, key):
     with pytest.raises(ValueError, match=key):
         LinkEnv(config)
+
+
+def test_the_expert_follows_the_oracle_of_the_lookbacks_configured(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
+    # 1 s at 12 Mbit/s, then 1 s at 3 Mbit/s: an oracle counting the RTT ahead shrinks before
+    # 1 s, one counting the RTT behind after it.
+    stamps = [*range(1, 1001), *range(1004, 2001, 4)]
+    (tmp_path / "square.trace").write_text("".join(f"{t}\n" for t in stamps))
+    link = f"trace={tmp_path / 'square.trace'},delay_ms=20"
+    ideals = {}
+    for lookbacks in ([0.0], [1.0]):
+        env = LinkEnv(links=[link], episode_ms=2000, oracle_lookbacks=lookbacks,
+                      oracle_duration_ms=2000)
+        env.reset(seed=1)
+        for _ in range(99):   # to 0.99 s
+            _, _, _, _, info = env.step(_core.HOLD_ACTION)
+        oracle = ideal_window(link, 1, 2000, lookbacks)
+        assert oracle.lookback == lookbacks[0]
+        assert info["ideal_window"] == pytest.approx(oracle.window(990))
+        ideals[lookbacks[0]] = info["ideal_window"]
+    assert ideals[1.0] > 1.5 * ideals[0.0]   # 40 opportunities counted against 18
 
 
 def test_config_object_and_keyword_overrides_agree():

@@ -157,6 +157,21 @@ def test_trace_oracle_takes_the_better_of_the_counted_and_the_steady_window(tmp_
         assert isinstance(ideal, TraceIdealWindow)
 
 
+def test_an_oracle_held_to_the_rtt_behind_now_counts_only_the_past(tmp_path, monkeypatch):
+    monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
+    spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
+    behind = ideal_window(spec, duration_ms=SHORT_MS, lookbacks=(1.0,))
+    assert isinstance(behind, TraceIdealWindow) and behind.lookback == 1.0
+    # At 1.01 s the RTT behind, [0.97, 1.01) s, held 31 fast lines and 2 slow ones.
+    assert behind.window(1010) == pytest.approx(behind.margin * (31 + 2))
+    searched = ideal_window(spec, duration_ms=SHORT_MS)
+    assert searched.score >= behind.score   # the full search includes lookback 1
+    # Each choice of lookbacks has its own cache file.
+    assert len(list((tmp_path / "oracle").glob("trace-lookbacks-1.0-*.json"))) == 1
+    with pytest.raises(ValueError, match="lookbacks"):
+        ideal_window(spec, duration_ms=SHORT_MS, lookbacks=(1.5,))
+
+
 def test_oracle_scheme_in_eval_scores_what_the_search_reported(tmp_path):
     spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
     link = Link(name="square", group="test", spec=spec, source="test")
