@@ -29,8 +29,8 @@ the virtual-time simulator with one "external" flow whose window the agent sets.
 Seeding: reset(seed=s) seeds np_random, which draws each episode's link and simulation
 seed; a first reset without a seed uses the config's seed (if any). The same seed gives
 the same rollout. The oracle's window of a link is computed once per link with the
-config's oracle_seed, oracle_duration_ms and oracle_lookbacks (for links whose ideal is not the BDP, a
-search of a few seconds at the first episode on that link; cached on disk).
+config's oracle_seed, oracle_duration_ms and oracle_lookbacks (for links whose ideal is not
+the BDP, a search of a few seconds at the first episode on that link; cached on disk).
 """
 
 from __future__ import annotations

@@ -376,10 +376,9 @@ def _trace_ideal(spec: str, seed: int, duration_ms: float,
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
     count of any one RTT is mostly noise and a steady window can do better."""
-    # The default search keeps its cache name, so caches made before lookbacks were a choice hold.
-    kind = "trace" if lookbacks == LOOKBACKS else "trace-lookbacks-" + "-".join(map(str, lookbacks))
-    trace = _cached(kind, TraceWindowSearch, spec, seed, duration_ms,
-                    lambda: best_trace_window(spec, seed, duration_ms, lookbacks))
+    trace = _cached("trace", TraceWindowSearch, spec, seed, duration_ms,
+                    lambda: best_trace_window(spec, seed, duration_ms, lookbacks),
+                    lookbacks=list(lookbacks))
     fixed = _cached_fixed(spec, seed, duration_ms)
     if _rank(fixed.score) > _rank(trace.score):
         return ConstantIdealWindow(fixed.window, "search", fixed.score)
@@ -430,10 +429,12 @@ def code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _cache_path(kind: str, spec: str, seed: int, duration_ms: float) -> Path:
+def _cache_path(kind: str, spec: str, seed: int, duration_ms: float,
+                choices: dict[str, Any]) -> Path:
+    """choices: what else the search was asked (a trace search's lookbacks)."""
     parsed = _core.parse_link_spec(spec)
     key = {"version": CACHE_VERSION, "code": code_digest(), "kind": kind, "spec": spec,
-           "seed": seed,
+           "seed": seed, **choices,
            "duration_ms": duration_ms, "data_trace": _trace_identity(parsed.data_trace),
            "ack_trace": _trace_identity(parsed.ack_trace)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
@@ -444,9 +445,9 @@ Search = TypeVar("Search", FixedWindowSearch, TraceWindowSearch)
 
 
 def _cached(kind: str, result_type: type[Search], spec: str, seed: int, duration_ms: float,
-            compute: Callable[[], Search]) -> Search:
+            compute: Callable[[], Search], **choices: Any) -> Search:
     """A search's result from the disk cache, else computed and stored (best effort)."""
-    path = _cache_path(kind, spec, seed, duration_ms)
+    path = _cache_path(kind, spec, seed, duration_ms, choices)
     try:
         stored = json.loads(path.read_text())
         return result_type(**{name: float(value) for name, value in stored["result"].items()})
@@ -455,7 +456,7 @@ def _cached(kind: str, result_type: type[Search], spec: str, seed: int, duration
     result = compute()
     # Python's json writes and reads back -Infinity and NaN: this file is only ours to read.
     _store(path, {"result": asdict(result), "spec": spec, "seed": seed,
-                  "duration_ms": duration_ms})
+                  "duration_ms": duration_ms, **choices})
     return result
 
 
