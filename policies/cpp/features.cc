@@ -76,6 +76,12 @@ double Features::pipe_packets() const {
   return values_.delivery_rate_mbps / kBytesPerMsToMbps * values_.min_rtt_ms / packet_bytes_;
 }
 
+double Features::flight_packets() const {
+  if (!have_sample_) return -1;
+  return values_.delivery_rate_mbps / kBytesPerMsToMbps *
+         (values_.min_rtt_ms + values_.delay_ewma_ms) / packet_bytes_;
+}
+
 std::array<float, kObsDim> Features::observation(double window, int previous_action,
                                                  double now_ms) const {
   std::array<float, kObsDim> obs{};

@@ -92,6 +92,10 @@ class Features {
   const FeatureValues& values() const { return values_; }
   // The pipe the ACKs show, EWMA delivery rate x min RTT, in datagrams; -1 before the first.
   double pipe_packets() const;
+  // The flight the ACKs show, in datagrams: EWMA delivery rate x smoothed RTT (min RTT + EWMA
+  // queueing delay); -1 before the first ACK. Above the pipe by what the queue and the ACK
+  // path hold: where the uplink stalls, datagrams delivered but not yet acknowledged.
+  double flight_packets() const;
   // The scaled observation at now_ms (sender clock) for a window and the previous action.
   std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
 

@@ -10,7 +10,7 @@ namespace ccgym {
 
 // The growth ceiling (actions.hh) of a flow driven through `window`, from its features.
 inline double growth_ceiling(const Features& features, const ExternalWindow& window) {
-  return growth_ceiling(features.pipe_packets(),
+  return growth_ceiling(features.flight_packets(),
                         features.values().last_ack_ms > window.grown_at_ack_ms());
 }
 

@@ -30,7 +30,7 @@ TEST(Actions, PolicyMayNotGrowTheWindowBeforeTheFirstAck) {
   EXPECT_DOUBLE_EQ(apply_policy_action(10, kMinus10, before_ack), kMinWindow);
 }
 
-TEST(Actions, PolicyGrowsAtMostToTwiceThePipeOrTheInitialWindow) {
+TEST(Actions, PolicyGrowsAtMostToTwiceTheFlightOrTheInitialWindow) {
   EXPECT_DOUBLE_EQ(growth_ceiling(0.5, true), kInitialWindow);  // a packet per two RTTs
   EXPECT_DOUBLE_EQ(growth_ceiling(30, true), 60);
   EXPECT_DOUBLE_EQ(apply_policy_action(40, kDouble, growth_ceiling(30, true)), 60);
@@ -61,6 +61,24 @@ TEST(Actions, PolicyGrowsOncePerAck) {
   features.on_ack(1, 1500, 40, 80);
   EXPECT_DOUBLE_EQ(take_policy_action(features, window, kPlus10), kInitialWindow);
   EXPECT_DOUBLE_EQ(window.window_size(), kInitialWindow);
+}
+
+TEST(Actions, PolicyGrowsToTwiceTheFlightWhereAcksAreHeldBack) {
+  // 12 Mbit/s (a datagram per ms), 20 ms min RTT, ACKs held back 80 ms after the first: the
+  // pipe is 20 datagrams, the flight a window must cover to keep the link busy 100.
+  Features features;
+  ExternalWindow window(20);
+  features.on_sent(0, 1500, 0);
+  features.on_ack(0, 1500, 0, 20);
+  for (uint64_t n = 1; n < 300; ++n) {
+    const double send_ms = static_cast<double>(n);
+    features.on_sent(n, 1500, send_ms);
+    features.on_ack(n, 1500, send_ms, send_ms + 100);
+  }
+  EXPECT_DOUBLE_EQ(growth_ceiling(features, window), 2 * features.flight_packets());
+  EXPECT_GT(growth_ceiling(features, window), 150);  // twice the pipe would be 40
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kDouble), 40);
+  EXPECT_DOUBLE_EQ(take_policy_action(features, window, kDouble), 40);  // no ACK since
 }
 
 TEST(Actions, ExpertPicksTheClosestResult) {

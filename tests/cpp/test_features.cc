@@ -154,5 +154,28 @@ TEST(Features, AcksInTheSameInstantCountAtTheTopRate) {
   EXPECT_FLOAT_EQ(features.observation(10, kHoldAction, 20)[9], 1.0f);
 }
 
+// A datagram every ms over a 20 ms min RTT (a 12 Mbit/s pipe of 20 datagrams), each ACK held
+// back `ack_stall_ms` more after the first hundred (a stalling uplink, or a queue).
+Features flow_with_acks_held_back(double ack_stall_ms) {
+  Features features;
+  for (uint64_t n = 0; n < 400; ++n) {
+    const double send_ms = static_cast<double>(n);
+    features.on_sent(n, kBytes, send_ms);
+    features.on_ack(n, kBytes, send_ms, send_ms + 20 + (n >= 100 ? ack_stall_ms : 0));
+  }
+  return features;
+}
+
+TEST(Features, FlightIsThePipeWithoutQueueAndHoldsWhatTheAckPathHoldsBack) {
+  const Features clean = flow_with_acks_held_back(0);
+  EXPECT_NEAR(clean.pipe_packets(), 20, 1);
+  EXPECT_DOUBLE_EQ(clean.flight_packets(), clean.pipe_packets());
+  // ACKs 80 ms late: 80 more datagrams out than the pipe, whose min RTT stays 20 ms.
+  const Features held = flow_with_acks_held_back(80);
+  EXPECT_NEAR(held.pipe_packets(), 20, 1);
+  EXPECT_NEAR(held.flight_packets(), 100, 5);
+  EXPECT_DOUBLE_EQ(Features().flight_packets(), -1);
+}
+
 }  // namespace
 }  // namespace ccgym
