@@ -68,7 +68,7 @@ def test_info_carries_the_oracle_and_the_step():
     assert info["window"] == 7.5
     for _ in range(4):  # 50 ms: the first ACKs are in
         _, _, _, _, info = env.step(_core.HOLD_ACTION)
-    # Then it grows, to at most twice the pipe the ACKs have shown (or the initial window).
+    # Then it grows, to at most twice the flight the ACKs have shown (or the initial window).
     for _ in range(30):
         ceiling = env._sim.growth_ceiling()
         before = info["window"]
