@@ -21,7 +21,7 @@ inline constexpr double kInitialWindow = 10;
 // stalls ACKs, the window must also cover datagrams delivered but not yet acknowledged, and
 // twice the pipe held the expert itself (the oracle's window within the ceiling) to 70% of
 // ATT-LTE-driving (score -5.09, against -4.76 and 91% under this ceiling).
-inline constexpr double kGrowthPipes = 2;
+inline constexpr double kGrowthFlights = 2;
 
 enum class Op : uint8_t { kMultiply, kAdd };
 struct Action {
@@ -61,10 +61,10 @@ inline double apply_action(double window, int action) {
 // through ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. (Asking
 // instead for an ACK within the last step trapped small windows: one packet per 40 ms RTT
 // left 3 steps in 4 without an ACK, and a policy sat below 2 packets for 30 s after an outage.)
-// Otherwise kGrowthPipes times the flight measured, or kInitialWindow.
+// Otherwise kGrowthFlights times the flight measured, or kInitialWindow.
 inline double growth_ceiling(double flight_packets, bool ack_since_growth) {
   if (flight_packets < 0 || !ack_since_growth) return 0;
-  return std::max(kInitialWindow, kGrowthPipes * flight_packets);
+  return std::max(kInitialWindow, kGrowthFlights * flight_packets);
 }
 
 // The window after a learned policy's action, in the simulator, the environments and the UDP

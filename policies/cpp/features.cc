@@ -71,15 +71,15 @@ double log_scaled(double x, double unit, double top) {
   return std::log1p(std::max(0.0, x) / unit) / std::log1p(top / unit);
 }
 
-double Features::pipe_packets() const {
+double Features::delivered_packets_over(double ms) const {
   if (!have_sample_) return -1;
-  return values_.delivery_rate_mbps / kBytesPerMsToMbps * values_.min_rtt_ms / packet_bytes_;
+  return values_.delivery_rate_mbps / kBytesPerMsToMbps * ms / packet_bytes_;
 }
 
+double Features::pipe_packets() const { return delivered_packets_over(values_.min_rtt_ms); }
+
 double Features::flight_packets() const {
-  if (!have_sample_) return -1;
-  return values_.delivery_rate_mbps / kBytesPerMsToMbps *
-         (values_.min_rtt_ms + values_.delay_ewma_ms) / packet_bytes_;
+  return delivered_packets_over(values_.min_rtt_ms + values_.delay_ewma_ms);
 }
 
 std::array<float, kObsDim> Features::observation(double window, int previous_action,

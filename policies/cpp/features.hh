@@ -100,6 +100,8 @@ class Features {
   std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
 
  private:
+  // Datagrams the EWMA delivery rate delivers in `ms`; -1 before the first ACK.
+  double delivered_packets_over(double ms) const;
   // What the sender had done when a datagram left, to measure rates over its flight.
   struct SentRecord {
     uint64_t seq;
