@@ -202,7 +202,7 @@ NB_MODULE(_core, m) {
         check_flow(s, flow);
         ExternalWindow* w = s.external(flow);
         if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
-        return growth_ceiling(s.sender(flow).features());
+        return growth_ceiling(s.sender(flow).features(), *w);
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
@@ -260,6 +260,6 @@ NB_MODULE(_core, m) {
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
-        return growth_ceiling(v.sim(i).sender(0).features());
+        return growth_ceiling(v.sim(i).sender(0).features(), *v.sim(i).external(0));
       }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
 }

@@ -56,13 +56,14 @@ inline double apply_action(double window, int action) {
 // first ACK (flight_packets < 0), as TCP keeps its initial window for the first RTT: until the
 // link has answered, every link looks the same to the policy (its features are all zero), and
 // growing blind (x2 every 10 ms over a 200 ms RTT) overshoots a 15-packet pipe by orders of
-// magnitude and costs seconds of queue. After it, kGrowthFlights times the flight measured, or
-// kInitialWindow, at any step. (Growth once per ACK, the rule before, held the oracle's own
-// window back where an uplink delivers ACKs in bursts: within it the RTT-behind oracle scored
-// -3.54 / -2.72 / -5.17 on the Verizon, T-Mobile and AT&T LTE recordings, -3.52 / -2.64 / -4.93
-// without it, the Poisson traces the same or better.)
-inline double growth_ceiling(double flight_packets) {
-  if (flight_packets < 0) return 0;
+// magnitude and costs seconds of queue. Nothing either until an ACK has come since the window
+// last grew (ack_since_growth): TCP's window grows only on ACKs, and policies grew theirs
+// through ATT-LTE-driving's 10 s outage into a queue that took seconds to drain. (Asking
+// instead for an ACK within the last step trapped small windows: one packet per 40 ms RTT
+// left 3 steps in 4 without an ACK, and a policy sat below 2 packets for 30 s after an outage.)
+// Otherwise kGrowthFlights times the flight measured, or kInitialWindow.
+inline double growth_ceiling(double flight_packets, bool ack_since_growth) {
+  if (flight_packets < 0 || !ack_since_growth) return 0;
   return std::max(kInitialWindow, kGrowthFlights * flight_packets);
 }
 

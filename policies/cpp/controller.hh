@@ -4,6 +4,7 @@
 // (the same clock in the simulator, possibly unsynchronized on a real path).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,9 +65,14 @@ class ExternalWindow final : public Controller {
   double window_size() override { return window_; }
   void on_ack(uint64_t, double, double, double) override {}
   std::string name() const override { return "external"; }
+  // The newest ACK's time (sender clock) when a learned policy last grew the window, so that
+  // it grows once per ACK at most (growth_ceiling in actions.hh); -infinity before.
+  double grown_at_ack_ms() const { return grown_at_ack_ms_; }
+  void note_growth(double newest_ack_ms) { grown_at_ack_ms_ = newest_ack_ms; }
 
  private:
   double window_;
+  double grown_at_ack_ms_ = -std::numeric_limits<double>::infinity();
 };
 
 }  // namespace ccgym

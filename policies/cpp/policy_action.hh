@@ -8,15 +8,18 @@
 
 namespace ccgym {
 
-// The growth ceiling (actions.hh) of a flow, from its features.
-inline double growth_ceiling(const Features& features) {
-  return growth_ceiling(features.flight_packets());
+// The growth ceiling (actions.hh) of a flow driven through `window`, from its features.
+inline double growth_ceiling(const Features& features, const ExternalWindow& window) {
+  return growth_ceiling(features.flight_packets(),
+                        features.values().last_ack_ms > window.grown_at_ack_ms());
 }
 
 // Applies `action` to `window` (the flow's ExternalWindow), within the flow's growth ceiling
 // (apply_policy_action). Returns the new window.
 inline double take_policy_action(const Features& features, ExternalWindow& window, int action) {
-  const double next = apply_policy_action(window.window_size(), action, growth_ceiling(features));
+  const double before = window.window_size();
+  const double next = apply_policy_action(before, action, growth_ceiling(features, window));
+  if (next > before) window.note_growth(features.values().last_ack_ms);
   window.set_window(next);
   return next;
 }
