@@ -494,21 +494,27 @@ def test_policy_runtime_refuses_another_observation_version(tmp_path: Path) -> N
             assert f"trained on observation version {version}" in result.stderr
 
 
-def _run_constant_policy(tmp_path: Path, action: str) -> dict[str, np.ndarray]:
+def _run_constant_policy(tmp_path: Path, action: str,
+                         link: str | None = None) -> dict[str, np.ndarray]:
     """The sender log's columns of a 1 s loopback run of a policy that always says action,
-    with `t`, each row's time (an ACK's arrival, a datagram's send)."""
+    straight to the receiver or through the relay emulating `link`, with `t`, each row's time
+    (an ACK's arrival, a datagram's send)."""
     model = tmp_path / f"always{action.replace('/', 'half')}.onnx"
     out_b = np.zeros((1, NUM_ACTIONS), np.float32)
     out_b[0, _core.ACTION_NAMES.index(action)] = 10.0
     _lstm_onnx(model, np.random.default_rng(5), np.zeros((HIDDEN, NUM_ACTIONS), np.float32),
                out_b)
     slog = tmp_path / "sender.tsv"
-    with started(BIN["ccgym-receiver"], "--port", "0") as receiver:
-        port = listening_port(receiver)
-        with started(BIN["ccgym-sender"], "--dest", f"127.0.0.1:{port}", "--scheme",
-                     f"lstm:{model}", "--duration-s", "1", "--log", str(slog)) as sender:
+    with contextlib.ExitStack() as stack:
+        receiver = stack.enter_context(started(BIN["ccgym-receiver"], "--port", "0"))
+        dest = f"127.0.0.1:{listening_port(receiver)}"
+        if link is not None:
+            relay = stack.enter_context(started(BIN["ccgym-link"], "--listen", "0", "--to", dest,
+                                                "--link", link))
+            dest = f"127.0.0.1:{listening_port(relay)}"
+        with started(BIN["ccgym-sender"], "--dest", dest, "--scheme", f"lstm:{model}",
+                     "--duration-s", "1", "--log", str(slog)) as sender:
             finish(sender, timeout=10)
-        stop(receiver)
     s, _ = read_log(slog)
     return {**s, "t": np.where(s["event"] == "ack", s["ack_ms"], s["send_ms"])}
 
@@ -530,16 +536,16 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
 @pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_sender_grows_the_window_only_on_acks(tmp_path: Path) -> None:
     """+10 every step grows the window only after the first ACK and once per ACK at most (the
-    growth ceiling, actions.hh): an ACK row lies between any two growths. How far it grows on
-    loopback depends on the flight measured (rate x smoothed RTT), which a busy machine's late
-    ACKs inflate, so no bound on the size is asserted here (tests/cpp/test_actions.cc has it)."""
-    s = _run_constant_policy(tmp_path, "+10")
+    growth ceiling, actions.hh): an ACK row lies between any two growths. Through a 12 Mbit/s,
+    20 ms relay the flight is some 40 datagrams, so the ceiling (twice it) lets the window grow
+    past the initial 10 on an idle machine too; how far depends on the flight measured, which
+    a busy machine's late ACKs inflate, so no bound on the size is asserted here
+    (tests/cpp/test_actions.cc has it)."""
+    s = _run_constant_policy(tmp_path, "+10", link="rate_mbps=12,delay_ms=20")
     window, is_ack = s["window"], s["event"] == "ack"
     assert len(window) > 100 and window[0] == _core.INITIAL_WINDOW
     grown = np.flatnonzero(np.diff(window) > 0) + 1  # rows showing a larger window
-    if len(grown) == 0:  # an idle machine: loopback's flight is under a packet, the ceiling 10
-        assert window.max() == _core.INITIAL_WINDOW
-        return
+    assert len(grown) > 1, "the window never grew"
     acks = np.cumsum(is_ack)  # ACK rows up to and including each row
     assert acks[grown[0] - 1] > 0, "grew before the first ACK"
     # Between growths shown at rows g and i, an ACK at a row in [g, i - 1].
