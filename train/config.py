@@ -52,7 +52,6 @@ ALGORITHMS = ("dagger", "ppo")
 # checked in validate() too.
 FRACTION = rule(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
 DECAY = DISCOUNT = rule(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
-OPEN_UNIT = rule(lambda v: 0.0 < v < 1.0, "must be in (0, 1)")
 WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
 NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
             "must be letters, digits and . _ + - (no '__')")
@@ -130,12 +129,6 @@ class DaggerSection:
     # The classes head only: the log_change head's squared errors are unweighted.
     # "Hold" dominates the expert's labels; without weights the policy learns only that.
     class_weight_power: float = field(default=0.5, metadata=PROBABILITY)
-    # The log_change head's loss is the expectile one: the squared error to the expert's change
-    # weighted 2 x expectile where the expert asked for more than the policy, 2 x (1 - expectile)
-    # where it asked for less. 0.5: the plain squared error (the mean change); above, the
-    # policy leans towards the larger changes the expert makes from states that look alike, by
-    # as much as those changes spread (little on a steady link, more on a varying one).
-    expectile: float = field(default=0.5, metadata=OPEN_UNIT)
     # Steps per truncated-BPTT segment; the recurrent state carries over between segments.
     bptt_len: int = field(default=50, metadata=POSITIVE)
     # Passes over the aggregated dataset per iteration.

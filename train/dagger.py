@@ -34,7 +34,7 @@ from torch import nn
 
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
-from ccgym.policies.lstm import LstmPolicy, action_log_changes, atomic_torch_save, load_torch_file
+from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
 from ccgym.train.config import TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
@@ -207,42 +207,30 @@ def class_weights(episodes: Sequence[Episode], num_actions: int, power: float) -
     return torch.as_tensor(weights, dtype=torch.float32)
 
 
-def imitation_loss(policy: LstmPolicy, weights: torch.Tensor | None, expectile: float = 0.5
-                   ) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """(LSTM outputs (..., H), observations (..., OBS_DIM), labels (...)) -> the loss summed over
-    the labelled steps: the weighted cross-entropy for the classes head; for the log_change
-    head the squared error of its change r to the expert's action's, d_label (unweighted), each
-    times 2 x expectile where d_label > r and 2 x (1 - expectile) elsewhere ([dagger]
-    expectile; 0.5: the plain squared error)."""
+def imitation_loss(policy: LstmPolicy, weights: torch.Tensor | None
+                   ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """(logits (N, A), labels (N,)) -> the loss summed over the labelled steps: the weighted
+    cross-entropy for the classes head; for the log_change head, whose logits are minus the
+    squared distance of its change to each action's, the squared error to the expert's
+    (unweighted)."""
     if policy.head_kind == "classes":
-        cross_entropy = nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL,
-                                            reduction="sum")
+        return nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
 
-        def classes_loss(out: torch.Tensor, obs: torch.Tensor,
-                         labels: torch.Tensor) -> torch.Tensor:
-            logits = policy.logits(out, obs)
-            return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-
-        return classes_loss
-
-    def expectile_loss(out: torch.Tensor, obs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def squared_error(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         labelled = labels != IGNORE_LABEL
-        expert = action_log_changes(obs).gather(-1, labels.clamp(min=0).unsqueeze(-1))[..., 0]
-        error = (expert - policy.head(out)[..., 0])[labelled]
-        side = torch.where(error > 0, 2.0 * expectile, 2.0 * (1.0 - expectile))
-        return (side * error ** 2).sum()
+        return -logits[labelled].gather(1, labels[labelled].unsqueeze(1)).sum()
 
-    return expectile_loss
+    return squared_error
 
 
 def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
                  episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
                  grad_clip: float, rng: np.random.Generator,
-                 weights: torch.Tensor | None = None, expectile: float = 0.5,
+                 weights: torch.Tensor | None = None,
                  on_epoch: Callable[[float], object] | None = None) -> float:
     """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
     label."""
-    loss_fn = imitation_loss(policy, weights, expectile)
+    loss_fn = imitation_loss(policy, weights)
     policy.train()
     mean_loss = math.nan
     for _ in range(epochs):
@@ -254,13 +242,12 @@ def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
             for s in range(0, labels.shape[1], bptt_len):
                 seg_labels = labels[:, s:s + bptt_len]
                 valid = int((seg_labels != IGNORE_LABEL).sum())
-                seg_obs = obs[:, s:s + bptt_len]
-                out, state = policy.lstm(seg_obs, state)
+                logits, state = policy(obs[:, s:s + bptt_len], state)
                 # The state flows into the next segment, the gradient does not (truncation).
                 state = (state[0].detach(), state[1].detach())
                 if valid == 0:
                     continue
-                loss = loss_fn(out, seg_obs, seg_labels)
+                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), seg_labels.reshape(-1))
                 optimizer.zero_grad(set_to_none=True)
                 (loss / valid).backward()
                 if grad_clip > 0:
@@ -552,7 +539,7 @@ def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
         state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size, d.bptt_len,
         config.optimizer.grad_clip,
         np.random.default_rng([config.run.seed, figures.iteration, SHUFFLE_STREAM]), weights,
-        d.expectile, on_epoch=on_epoch)
+        on_epoch=on_epoch)
     figures.agreement, figures.balanced_agreement = agreement(
         state.policy, state.holdout_episodes or state.train_episodes)
 
