@@ -182,9 +182,7 @@ def _expand_data(text: str, where: str) -> str:
     return _DATA_VAR_RE.sub(substitute, text)
 
 
-def resolve_trace(value: str, base: Path, where: str, key: str) -> str:
-    """The absolute path of a trace file named in a config (${CCGYM_DATA} expanded, relative
-    paths from `base`); a UserError naming `where` and `key` when there is no such file."""
+def _resolve_trace(value: str, base: Path, where: str, key: str) -> str:
     expanded = _expand_data(value, where)
     path = Path(expanded).expanduser()
     if not path.is_absolute():
@@ -301,7 +299,7 @@ def _spec_value(key: str, value: Any, base: Path, where: str) -> str:
         expected = " or ".join(t.__name__ for t in types)
         raise UserError(f"{where}: {key} must be {expected}, got {value!r}")
     if key in TRACE_KEYS:
-        value = resolve_trace(str(value), base, where, key)
+        value = _resolve_trace(str(value), base, where, key)
     text = _format_value(value)
     if "," in text:
         raise UserError(f"{where}: {key}: a comma cannot appear in a spec value: {text!r}")

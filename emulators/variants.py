@@ -9,9 +9,7 @@ setting uniformly too. A list left empty keeps each link's own value.
 - delay_ms: one-way propagation delay, both directions;
 - queue_bdp: a DropTail queue on the data direction of that many BDPs (the link's mean rate
   times its min RTT, at least MIN_QUEUE_PACKETS), 0 for an infinite queue;
-- ack: "own" keeps the link's ACK direction, "clean" replaces it by the propagation delay only,
-  anything else is a trace file (an uplink recording) that becomes the ACK direction: recorded
-  uplinks stall ACKs for hundreds of ms, which few training links do on their own.
+- ack: "own" keeps the link's ACK direction, "clean" replaces it by the propagation delay only.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
@@ -48,9 +45,8 @@ class Variation:
                 raise ValueError(f"queue_bdp: {q!r} is not a number of BDPs in [0, 1000] "
                                  "(0: infinite)")
         for a in self.ack:
-            if not (isinstance(a, str) and a.strip()):
-                raise ValueError(f"ack: {a!r} is not one of {', '.join(ACK_PATHS)} "
-                                 "or an uplink trace file")
+            if a not in ACK_PATHS:
+                raise ValueError(f"ack: {a!r} is not one of {', '.join(ACK_PATHS)}")
 
     @property
     def empty(self) -> bool:
@@ -72,13 +68,9 @@ def _variant(link: Link, delay_ms: float | None, queue_bdp: float | None,
     if delay_ms is not None:
         fields["delay_ms"] = f"{delay_ms:g}"
         suffix.append(f"{delay_ms:g}ms")
-    if ack is not None and ack != "own":
+    if ack == "clean":
         fields = {k: v for k, v in fields.items() if not k.startswith("ack_")}
-        if ack == "clean":
-            suffix.append("clean-ack")
-        else:
-            fields["ack_trace"] = ack
-            suffix.append(f"ack-{Path(ack).name}")
+        suffix.append("clean-ack")
     if queue_bdp is not None:
         plain = ",".join(f"{k}={v}" for k, v in fields.items())
         fields["queue"] = _queue(plain, float(fields.get("delay_ms", 0)), queue_bdp)

@@ -91,9 +91,7 @@ class LinksSection:
     # link uniformly, so each value too. Empty keeps each link's own.
     vary_delay_ms: list[float] = field(default_factory=list)   # one-way delay, ms
     vary_queue_bdp: list[float] = field(default_factory=list)  # DropTail, BDPs; 0: infinite
-    # "own" or "clean" ACK path, or an uplink trace file (${CCGYM_DATA}/..., or from the
-    # working directory) that becomes every link's ACK direction
-    vary_ack: list[str] = field(default_factory=list)
+    vary_ack: list[str] = field(default_factory=list)          # "own" or "clean" ACK path
 
 
 @dataclass
@@ -476,22 +474,12 @@ def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None
 
 def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     """The training links, each crossed with the [links] vary_* values, and a note when the
-    fallback replaced them (data absent): then ACK traces from the shared data are left out
-    of vary_ack too."""
-    from ccgym.emulators.links import needs_shared_data, resolve_trace
-    from ccgym.emulators.variants import ACK_PATHS, Variation, vary_links
+    fallback replaced them (data absent)."""
+    from ccgym.emulators.variants import Variation, vary_links
 
     links, note = _with_fallback(config.links.train, config.links.train_fallback, "train")
-    acks = []
-    for ack in config.links.vary_ack:
-        if ack in ACK_PATHS:
-            acks.append(ack)
-        elif note is not None and needs_shared_data(ack):
-            note += f"; vary_ack without {ack!r}"
-        else:
-            acks.append(resolve_trace(ack, Path.cwd(), "[links] vary_ack", ack))
     variation = Variation(tuple(config.links.vary_delay_ms), tuple(config.links.vary_queue_bdp),
-                          tuple(acks))
+                          tuple(config.links.vary_ack))
     return vary_links(links, variation), note
 
 

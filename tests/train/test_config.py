@@ -105,7 +105,7 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[eval]\nduration_s = -1\n", r"\[eval\] duration_s: must not be negative"),
     ("[run]\nname = \"a__b\"\n", r"\[run\] name"),
     ("[links]\ntrain = []\n", r"\[links\] train: must name a link set"),
-    ("[links]\nvary_ack = [\"\"]\n", r"\[links\] vary_ack: '' is not one of own"),
+    ("[links]\nvary_ack = [\"stalling\"]\n", r"\[links\] vary_ack: 'stalling' is not one of own"),
     ("[links]\nvary_delay_ms = [-5]\n", r"\[links\] vary_delay_ms: -5.0 is not a delay"),
     ("[links]\nvary_queue_bdp = [\"big\"]\n", r"\[links\] vary_queue_bdp: must be a list of numbers"),
 ])
@@ -167,30 +167,3 @@ def test_training_links_fall_back_and_are_varied(tmp_path: Path, monkeypatch) ->
     assert sorted((_core.parse_link_spec(link.spec).delay_ms, _core.parse_link_spec(link.spec).queue)
                   for link in links) == [(5, "droptail:packets=6"), (5, "infinite"),
                                          (40, "droptail:packets=47"), (40, "infinite")]
-
-
-def test_an_uplink_trace_in_vary_ack_becomes_the_ack_direction(tmp_path: Path,
-                                                               monkeypatch) -> None:
-    uplink = tmp_path / "uplink.trace"
-    uplink.write_text("5\n300\n")
-    monkeypatch.setenv("CCGYM_DATA", str(tmp_path))
-    config = parse_config({"links": {"train": ["rate_mbps=7,delay_ms=10"],
-                                     "vary_ack": ["clean", "${CCGYM_DATA}/uplink.trace"]}})
-    links, note = resolve_train_links(config)
-    assert note is None
-    specs = sorted(_core.parse_link_spec(link.spec).ack_trace for link in links)
-    assert specs == ["", str(uplink)]
-    # A file that is not there is a clear error naming the key.
-    config.links.vary_ack = ["stalling"]
-    with pytest.raises(UserError, match=r"\[links\] vary_ack: stalling: trace file not found"):
-        resolve_train_links(config)
-
-
-def test_uplink_traces_from_the_shared_data_fall_back_with_the_links(tmp_path: Path,
-                                                                    monkeypatch) -> None:
-    monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "no-data-here"))
-    config = parse_config({"links": {"train": "cellular-real",
-                                     "train_fallback": ["rate_mbps=7,delay_ms=10"],
-                                     "vary_ack": ["own", "${CCGYM_DATA}/uplink.trace"]}})
-    links, note = resolve_train_links(config)
-    assert len(links) == 1 and "vary_ack without" in note
