@@ -22,8 +22,7 @@ the virtual-time simulator with one "external" flow whose window the agent sets.
   while nothing arrives; the first step starts from the propagation delay); propagation:
   the link's one-way delay. The floor keeps an idle step finite (ln 0.01 = -4.6).
 - info: ideal_window (the oracle's window now), expert_action (the action from the
-  current window closest to it, less what drains a queue the agent built when the config's
-  expert_drain > 0 (expert_target), grown at most to the policy's growth ceiling), window,
+  current window closest to it, grown at most to the policy's growth ceiling), window,
   link (name), delivered_mbps, delay_ms (the delay of the reward).
 - episodes never terminate; they truncate after ceil(episode_ms / STEP_MS) steps.
 
@@ -53,8 +52,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
 from ccgym.errors import UserError
-from ccgym.oracle.ideal import (LOOKBACKS, IdealWindow, TraceIdealWindow, expert_action,
-                                ideal_window)
+from ccgym.oracle.ideal import LOOKBACKS, IdealWindow, expert_action, ideal_window
 
 # Indigo's training grid: the links to learn on when none are named.
 DEFAULT_LINKS = "indigo-synthetic"
@@ -105,9 +103,6 @@ class EnvConfig:
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
-    # How hard the expert drains a queue the agent has let build (expert_target): 0 steers to
-    # the oracle's window alone.
-    expert_drain: float = field(default=0.0, metadata=NON_NEGATIVE)
 
     def __post_init__(self) -> None:
         broken = broken_rule(self)
@@ -161,24 +156,6 @@ class LinkProfile:
     rate_mbps: float   # mean delivery rate: the throughput of a full link
     delay_ms: float    # one-way propagation delay
     ideal: IdealWindow
-
-
-def expert_target(profile: LinkProfile, ideal: float, queued: float, drain: float) -> float:
-    """The window the expert steers to: the oracle's, less drain x the datagrams queued at
-    the bottleneck beyond the queue the oracle's window itself keeps (a trace oracle's margin
-    over the deliveries it counts; a fixed window's excess over the pipe). Why: the oracle's
-    window is a schedule, not a reply to where the agent is; an agent that has let a queue
-    build (the rate fell while its window did not) and returns to the oracle's window keeps
-    the queue for as long as the window stays above the pipe, while one sent below it for a
-    while drains it. Expert-driven, on the recorded cellular traces' first minute, drain 1
-    scored better than 0, 2 or 4 (README)."""
-    if drain <= 0:
-        return ideal
-    if isinstance(profile.ideal, TraceIdealWindow):
-        kept = ideal * max(0.0, 1.0 - 1.0 / profile.ideal.margin)
-    else:
-        kept = max(0.0, ideal - bdp_packets(profile.rate_mbps, profile.delay_ms))
-    return max(ideal - drain * max(queued - kept, 0.0), _core.MIN_WINDOW)
 
 
 def link_profile(link: Link, config: EnvConfig) -> LinkProfile:
@@ -328,7 +305,6 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
 
     def expert_action(self) -> int:
         """The oracle's action now (as in the last info)."""
-        ideal = float(self._profile.ideal.window(self._sim.now_ms))
-        target = expert_target(self._profile, ideal, self._sim.queued_packets(),
-                               self.config.expert_drain)
-        return expert_action(float(self._sim.window()), target, self._sim.growth_ceiling())
+        window = float(self._sim.window())
+        return expert_action(window, self._profile.ideal.window(self._sim.now_ms),
+                             self._sim.growth_ceiling())

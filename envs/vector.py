@@ -45,7 +45,7 @@ from gymnasium.vector.utils import batch_space
 
 from ccgym.emulators import _core
 from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode,
-                                 delivered_mbps, draw_episode, expert_target, link_profile,
+                                 delivered_mbps, draw_episode, link_profile,
                                  observation_space, resolve_env_links, start_window,
                                  step_delay_ms, step_reward)
 from ccgym.oracle.ideal import expert_action
@@ -191,10 +191,7 @@ class VecLinkEnv(VectorEnv):
         now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
         ideal = np.array([p.ideal.window(now) for p in self._profiles])
         ceilings = [self._vec.growth_ceiling(i) for i in range(n)]
-        drain = self.config.expert_drain
-        targets = [expert_target(p, g, self._vec.queued_packets(i) if drain > 0 else 0, drain)
-                   for i, (p, g) in enumerate(zip(self._profiles, ideal.tolist()))]
-        triples = zip(windows.tolist(), targets, ceilings)
+        triples = zip(windows.tolist(), ideal.tolist(), ceilings)
         self._expert = np.array([expert_action(w, g, c) for w, g, c in triples], dtype=np.int64)
         infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
                  "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),

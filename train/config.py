@@ -12,8 +12,7 @@ reads it back from there.
     [model]      hidden_size, head
     [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
                  class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, oracle_lookbacks, random_start,
-                 expert_drain
+                 holdout_fraction, oracle_duration_s, oracle_lookbacks, random_start
     [optimizer]  lr, weight_decay, grad_clip, lr_decay
     [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
     [algorithm]  name ("dagger" or "ppo")
@@ -153,9 +152,6 @@ class DaggerSection:
     # BDPs, held for up to 3 s (envs/link_env.py start_window): without them no training
     # episode leads to a tiny window on a fast link, where policies then stayed.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
-    # How hard the expert drains a queue the policy has let build: the datagrams queued beyond
-    # the oracle's own queue, times this, come off its window (envs/link_env.py expert_target).
-    expert_drain: float = field(default=0.0, metadata=NON_NEGATIVE)
 
 
 @dataclass

@@ -175,7 +175,7 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         env_config = EnvConfig(links=list(train_specs), episode_ms=d.episode_ms, seed=seed,
                                oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
                                oracle_lookbacks=list(d.oracle_lookbacks),
-                               random_start=d.random_start, expert_drain=d.expert_drain)
+                               random_start=d.random_start)
         tasks.append(RolloutTask(worker_index, n, env_config, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
                                  d.exploration, config.run.env_threads))

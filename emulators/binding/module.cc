@@ -204,8 +204,6 @@ NB_MODULE(_core, m) {
         if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
         return growth_ceiling(s.sender(flow).features(), *w);
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
-      .def("queued_packets", [](Simulator& s) { return s.data_direction().queue().size_packets(); },
-           "Datagrams waiting in the bottleneck queue now.")
       .def("features", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         return feature_dict(s.sender(flow).features().values());
@@ -263,8 +261,5 @@ NB_MODULE(_core, m) {
       .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
         return growth_ceiling(v.sim(i).sender(0).features(), *v.sim(i).external(0));
-      }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).")
-      .def("queued_packets", [](VecSimulator& v, std::size_t i) {
-        return v.sim(i).data_direction().queue().size_packets();
-      }, "i"_a, "Datagrams waiting in slot i's bottleneck queue now.");
+      }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
 }

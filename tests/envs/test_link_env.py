@@ -200,34 +200,3 @@ def test_a_random_start_holds_its_window_for_up_to_three_seconds_whatever_the_po
             held_a_second += windows[99] == start
             assert windows[-1] > start
     assert held_a_second >= 1
-
-
-def test_the_draining_expert_steers_below_the_oracle_by_the_queue_built():
-    # A 50-packet window held on a 40-packet pipe with an unbounded queue keeps 10 queued:
-    # the oracle's expert steps to the BDP (-10), the draining one aims 10 below it (/2 to 25
-    # is closer to 30 than -10 to 40).
-    halve = _core.ACTION_NAMES.index("/2")
-    hold = _core.ACTION_NAMES.index("+0")
-    plain = LinkEnv(links=[LINK_12], episode_ms=3000, initial_window=50)
-    draining = LinkEnv(links=[LINK_12], episode_ms=3000, initial_window=50, expert_drain=1.0)
-    plain.reset(seed=0)
-    draining.reset(seed=0)
-    experts = []
-    for _ in range(300):
-        plain_info = plain.step(hold)[4]
-        draining_info = draining.step(hold)[4]
-        experts.append((plain_info["expert_action"], draining_info["expert_action"]))
-    assert plain_info["ideal_window"] == draining_info["ideal_window"] == BDP_12
-    assert (_core.ACTION_NAMES.index("-10"), halve) in experts
-    assert all(d <= p for p, d in experts)  # never above the oracle's (actions ordered)
-
-
-def test_the_draining_expert_matches_the_oracle_without_a_queue():
-    # Windows below the pipe build no queue: the two experts agree at every step.
-    plain = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=20)
-    draining = LinkEnv(links=[LINK_12], episode_ms=1000, initial_window=20, expert_drain=1.0)
-    plain.reset(seed=0)
-    draining.reset(seed=0)
-    hold = _core.ACTION_NAMES.index("+0")
-    for _ in range(100):
-        assert plain.step(hold)[4]["expert_action"] == draining.step(hold)[4]["expert_action"]

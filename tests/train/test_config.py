@@ -98,7 +98,6 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
     ("[model]\nhead = \"gaussian\"\n", r"\[model\] head: must be one of classes, log_change"),
     ("[dagger]\nrandom_start = 1.5\n", r"\[dagger\] random_start: must be in \[0, 1\]"),
-    ("[dagger]\nexpert_drain = -1\n", r"\[dagger\] expert_drain: must not be negative"),
     ("[dagger]\noracle_lookbacks = []\n", r"\[dagger\] oracle_lookbacks: must be a non-empty list"),
     ("[dagger]\noracle_lookbacks = [2]\n", r"\[dagger\] oracle_lookbacks: must be a non-empty list"),
     ("[optimizer]\nlr_decay = 0\n", r"\[optimizer\] lr_decay: must be in \(0, 1\]"),
