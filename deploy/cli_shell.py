@@ -77,8 +77,21 @@ def _run_inside(shell, command: list[str]) -> int:
                                  preexec_fn=_die_with_parent)
     except OSError as e:
         raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
+    # A signal that ends the run kills COMMAND from its handler, and the interrupt is raised
+    # once COMMAND is reaped. Raised inside Popen.wait(timeout), an exception can leave the
+    # Popen's wait lock held (Python 3.11: 2 of 5000 timed interrupts), and the cleanup's
+    # child.wait() then blocks on it for ever: `ccgym shell` hung after a SIGINT in CI.
+    received: list[int] = []
+
+    def end_command(signum: int, frame: object) -> None:
+        received.append(signum)
+        child.kill()
+
     interactive = sys.stdin.isatty()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if interactive else None
+    ending = [signal.SIGTERM] + ([] if interactive else [signal.SIGINT])
+    previous = {signum: signal.signal(signum, end_command) for signum in ending}
+    if interactive:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         # Watches the link too: if it died, COMMAND would be left with no way out.
         while True:
@@ -88,13 +101,15 @@ def _run_inside(shell, command: list[str]) -> int:
             except subprocess.TimeoutExpired:
                 if shell.link.popen.poll() is not None:
                     raise shell.link.failure("stopped while COMMAND was running") from None
-        return status if status >= 0 else 128 - status  # killed by a signal: as a shell says it
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if child.poll() is None:
             child.kill()
             child.wait()
+    if received:
+        raise KeyboardInterrupt
+    return status if status >= 0 else 128 - status  # killed by a signal: as a shell says it
 
 
 def _print_flows(log_path: Path, link, seed: int) -> None:
