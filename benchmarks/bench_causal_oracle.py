@@ -1,11 +1,13 @@
 """How close to the omniscient bound can a sender get that only knows the link's past?
 
 The trace oracle's window is margin x the delivery opportunities of one min RTT, counted
-from `lookback` x minRTT behind now (oracle/ideal.py). With lookback 1 it counts only the
-RTT that has passed: what a sender could at best have measured, since it sees no more
-than the link delivered, and less when its window held it back. Its score gap to the
-bound is then a rough floor for any causal scheme, a learned policy included; lookbacks
-below 1 look ahead and are out of a real sender's reach.
+from `lookback` x minRTT behind now (oracle/ideal.py). With lookback 1 it counts the RTT
+that has just passed, but a sender learns of a delivery only when its ACK comes back, half
+a min RTT later on a symmetric path (later still where the uplink holds ACKs back):
+lookback 1.5 counts what a sender could at best have heard of by now, and 1 still looks half an RTT ahead. Even at
+1.5 the oracle sees more than a sender does: every delivery opportunity, also those a
+sender's window left unused. Its score gap to the bound is then a rough floor for any
+causal scheme that reads the link's rate from its ACKs, a learned policy included.
 
 For each trace link of a group, each lookback and each margin, the schedule is run over
 the whole trace (as `ccgym eval` does). Printed per lookback: the mean gap at the one
@@ -32,7 +34,7 @@ from ccgym.emulators.link_facts import default_duration_ms
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import TraceIdealWindow, schedule_scores, stepped_schedule
 
-LOOKBACKS = (0.0, 0.5, 1.0)
+LOOKBACKS = (0.0, 0.5, 1.0, 1.5)
 # Up to 4 so that no link's best margin is at the edge of the grid: att-lte-driving, whose
 # uplink stalls, does best near 2 counting only the past RTT.
 MARGINS = (0.8, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)

@@ -112,8 +112,13 @@ def test_trace_ideal_window_with_lookback_counts_part_of_the_rtt_behind(tmp_path
     assert behind.window(6) == 4     # [2, 6): 2 3 3 5
     assert behind.window(9) == 1     # [5, 9): 5
     assert behind.window(1) == 4     # [0, 4): 1 2 3 3
+    # Beyond 1 the count lags now: 1.5 counts [now - 6, now - 2), what an ACK coming back
+    # over the 2 ms one-way delay has told a sender of.
+    lagged = TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=1.5)
+    assert lagged.window(8) == 4     # [2, 6): 2 3 3 5
+    assert lagged.window(11) == 1    # [5, 9): 5
     with pytest.raises(ValueError, match="lookback"):
-        TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=1.5)
+        TraceIdealWindow.for_link(f"trace={trace},delay_ms=2", lookback=2.5)
 
 
 def test_trace_that_runs_once_offers_nothing_after_its_end(tmp_path):
