@@ -4,10 +4,11 @@ The trace oracle's window is margin x the delivery opportunities of one min RTT,
 from `lookback` x minRTT behind now (oracle/ideal.py). With lookback 1 it counts the RTT
 that has just passed, but a sender learns of a delivery only when its ACK comes back, half
 a min RTT later on a symmetric path (later still where the uplink holds ACKs back):
-lookback 1.5 counts what a sender could at best have heard of by now, and 1 still looks half an RTT ahead. Even at
-1.5 the oracle sees more than a sender does: every delivery opportunity, also those a
-sender's window left unused. Its score gap to the bound is then a rough floor for any
-causal scheme that reads the link's rate from its ACKs, a learned policy included.
+lookback 1.5 counts what a sender could at best have heard of by now, and 1 still looks
+half an RTT ahead. Even at 1.5 the oracle sees more than a sender does: every delivery
+opportunity, also those a sender's window left unused. Its score gap to the bound is then
+a rough floor for any causal scheme that reads the link's rate from its ACKs, a learned
+policy included.
 
 For each trace link of a group, each lookback and each margin, the schedule is run over
 the whole trace (as `ccgym eval` does). Printed per lookback: the mean gap at the one

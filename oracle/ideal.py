@@ -16,9 +16,9 @@ Three cases, as Indigo's oracle (Pantheon paper, Sec. 5):
   (lookback 0) shrinks the window before an outage instead of filling the queue. Beyond 1
   the count lags: a sender hears of a delivery only when its ACK returns, so 1 + (the ACK's
   one-way delay / min RTT), 1.5 on a symmetric path, counts what it can know of by now
-  (bench_causal_oracle.py). The lookback is chosen from LOOKBACKS at margin 1, then the margin by the same search as
-  the fixed window, simulating the schedule on an external flow set every STEP_MS
-  exactly as `ccgym eval --schemes oracle` does. If the best fixed window scores
+  (bench_causal_oracle.py). The lookback is chosen from LOOKBACKS at margin 1, then the
+  margin by the same search as the fixed window, simulating the schedule on an external
+  flow set every STEP_MS exactly as `ccgym eval --schemes oracle` does. If the best fixed window scores
   higher (a Poisson trace, whose count of any one RTT is mostly noise), that wins.
 
 Searches run as long as `ccgym eval` runs a link (a trace once, other links 30 s), so
