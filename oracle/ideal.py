@@ -18,8 +18,9 @@ Three cases, as Indigo's oracle (Pantheon paper, Sec. 5):
   one-way delay / min RTT), 1.5 on a symmetric path, counts what it can know of by now
   (bench_causal_oracle.py). The lookback is chosen from LOOKBACKS at margin 1, then the
   margin by the same search as the fixed window, simulating the schedule on an external
-  flow set every STEP_MS exactly as `ccgym eval --schemes oracle` does. If the best fixed window scores
-  higher (a Poisson trace, whose count of any one RTT is mostly noise), that wins.
+  flow set every STEP_MS exactly as `ccgym eval --schemes oracle` does. If the best fixed
+  window scores higher (a Poisson trace, whose count of any one RTT is mostly noise), that
+  wins.
 
 Searches run as long as `ccgym eval` runs a link (a trace once, other links 30 s), so
 the score reported by `ccgym oracle` is the oracle's score on the leaderboard. Results
@@ -64,8 +65,8 @@ MARGIN_BOUNDS = (0.05, 20.0)
 # and 7 recorded cellular links (each trace run once, the best of margins 0.8-1.5): a mean
 # score of -2.47 and -2.37 looking wholly ahead, -2.29 and -2.18 with three quarters behind.
 LOOKBACKS = (0.0, 0.25, 0.5, 0.75, 1.0)
-# A trace window's count may lag now by up to an RTT (lookback 2), as measurements do; the
-# oracle searches LOOKBACKS.
+# A trace window's count may lag now by up to an RTT (lookback 2), for measurements of
+# what a sender can know (bench_causal_oracle.py); the oracle's search keeps to LOOKBACKS.
 MAX_LOOKBACK = 2.0
 # A fixed window is a whole number of packets (the sender keeps in_flight + 1 <= window).
 # The fixed scheme accepts windows up to 20000; the stepped interface clamps to MAX_WINDOW.
