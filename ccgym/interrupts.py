@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 
@@ -25,3 +25,26 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def interrupt_after(on_signal: Callable[[], None], signals: Sequence[int]) -> Iterator[None]:
+    """Within the block, each of `signals` calls on_signal() (which should end what the block
+    waits for: kill its child) instead of raising; KeyboardInterrupt is raised once the block
+    has ended. For blocks that wait on a subprocess: an exception raised inside
+    Popen.wait(timeout) can leave the Popen's wait lock held (Python 3.11: 2 of 5000 timed
+    interrupts), and a cleanup's wait then blocks for ever. Main thread only."""
+    received: list[int] = []
+
+    def remember(signum: int, frame: object) -> None:
+        received.append(signum)
+        on_signal()
+
+    previous = {signum: signal.signal(signum, remember) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        raise KeyboardInterrupt

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from ccgym.errors import UserError
-from ccgym.interrupts import sigterm_as_interrupt
+from ccgym.interrupts import interrupt_after, sigterm_as_interrupt
 
 LINK_CHECK_S = 0.5
 
@@ -77,38 +77,29 @@ def _run_inside(shell, command: list[str]) -> int:
                                  preexec_fn=_die_with_parent)
     except OSError as e:
         raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
-    # A signal that ends the run kills COMMAND from its handler, and the interrupt is raised
-    # once COMMAND is reaped. Raised inside Popen.wait(timeout), an exception can leave the
-    # Popen's wait lock held (Python 3.11: 2 of 5000 timed interrupts), and the cleanup's
-    # child.wait() then blocks on it for ever: `ccgym shell` hung after a SIGINT in CI.
-    received: list[int] = []
-
-    def end_command(signum: int, frame: object) -> None:
-        received.append(signum)
-        child.kill()
-
+    # A signal that ends the run kills COMMAND; the interrupt is raised once it is reaped,
+    # never inside Popen.wait (ccgym.interrupts.interrupt_after): `ccgym shell` hung so in CI.
     interactive = sys.stdin.isatty()
-    ending = [signal.SIGTERM] + ([] if interactive else [signal.SIGINT])
-    previous = {signum: signal.signal(signum, end_command) for signum in ending}
-    if interactive:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ending = [signal.SIGTERM] if interactive else [signal.SIGTERM, signal.SIGINT]
+    previous_sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if interactive else None
     try:
-        # Watches the link too: if it died, COMMAND would be left with no way out.
-        while True:
+        with interrupt_after(child.kill, ending):
             try:
-                status = child.wait(timeout=LINK_CHECK_S)
-                break
-            except subprocess.TimeoutExpired:
-                if shell.link.popen.poll() is not None:
-                    raise shell.link.failure("stopped while COMMAND was running") from None
+                # Watches the link too: if it died, COMMAND would be left with no way out.
+                while True:
+                    try:
+                        status = child.wait(timeout=LINK_CHECK_S)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if shell.link.popen.poll() is not None:
+                            raise shell.link.failure("stopped while COMMAND was running") from None
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if received:
-        raise KeyboardInterrupt
+        if previous_sigint is not None:
+            signal.signal(signal.SIGINT, previous_sigint)
     return status if status >= 0 else 128 - status  # killed by a signal: as a shell says it
 
 
