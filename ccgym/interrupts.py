@@ -28,6 +28,25 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
+def handlers_kept(signals: Sequence[int] = (signal.SIGTERM,)) -> Iterator[None]:
+    """After the block, `signals` have the handlers they had before it. For ray.init, whose C++
+    core puts abseil's failure handler on SIGTERM (a stack dump, then an abort 3 s later, before
+    any cleanup: `ccgym train` ended so, status 134, its checkpoint's resume hint unsaid) and
+    whose driver puts a Python handler of its own there, so that a command's own handling
+    (sigterm_as_interrupt) stays in force. Off the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.getsignal(signum) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            if handler is not None:  # None: set outside Python, nothing Python can put back
+                signal.signal(signum, handler)
+
+
+@contextmanager
 def interrupt_after(on_signal: Callable[[], None], signals: Sequence[int]) -> Iterator[None]:
     """Within the block, each of `signals` calls on_signal() (which should end what the block
     waits for: kill its child) instead of raising; KeyboardInterrupt is raised once the block

@@ -26,6 +26,7 @@ from typing import Any
 
 from ccgym.emulators.link_facts import PACKET_BYTES
 from ccgym.errors import UserError
+from ccgym.interrupts import handlers_kept
 
 DELIVERIES = ("constant", "poisson")
 # Rows of a `ccgym run --json` file that are not measurements of a scheme on the path.
@@ -459,7 +460,8 @@ def ray_evaluators(address: str, sim_runs: int = DEFAULT_SIM_RUNS
 
     import ray
 
-    ray.init(address=address, logging_level=logging.WARNING)
+    with handlers_kept():
+        ray.init(address=address, logging_level=logging.WARNING)
     try:
         @ray.remote(num_cpus=1)
         def score(params: LinkParams, measured: list[Measured]) -> float:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ccgym.errors import UserError
+from ccgym.interrupts import handlers_kept
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
@@ -103,10 +104,11 @@ class RolloutPool:
             import ray
 
             if not ray.is_initialized():
-                if self.ray_address:
-                    _join_cluster(self.ray_address)
-                else:
-                    _start_local_ray(self.workers)
+                with handlers_kept():
+                    if self.ray_address:
+                        _join_cluster(self.ray_address)
+                    else:
+                        _start_local_ray(self.workers)
                 self._started_ray = True
         return self
 

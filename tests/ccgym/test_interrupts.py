@@ -3,7 +3,7 @@ import signal
 
 import pytest
 
-from ccgym.interrupts import interrupt_after
+from ccgym.interrupts import handlers_kept, interrupt_after, sigterm_as_interrupt
 
 
 def test_a_signal_in_the_block_calls_back_and_interrupts_only_once_the_block_has_ended():
@@ -20,3 +20,13 @@ def test_a_signal_in_the_block_calls_back_and_interrupts_only_once_the_block_has
 def test_without_a_signal_the_block_ends_normally():
     with interrupt_after(lambda: pytest.fail("called back without a signal"), [signal.SIGTERM]):
         pass
+
+
+def test_handlers_kept_puts_back_the_handler_the_block_replaced():
+    with sigterm_as_interrupt():
+        ours = signal.getsignal(signal.SIGTERM)
+        with handlers_kept():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as ray.init replaces it
+        assert signal.getsignal(signal.SIGTERM) is ours
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)

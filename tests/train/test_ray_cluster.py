@@ -10,6 +10,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -105,6 +106,52 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path: Path
     assert f"ray address 127.0.0.1:{port}: nothing answers there" in line
     assert "Traceback" not in result.stderr
     assert took < 60  # Ray alone retried for minutes; the check is a 5 s connect
+
+
+TINY_PPO = {**TINY, "algorithm": {"name": "ppo"},
+            "ppo": {"num_envs": 4, "episode_ms": 500.0, "minibatch_size": 100}}
+
+
+@pytest.mark.parametrize("doc", [TINY, TINY_PPO], ids=["dagger", "ppo"])
+def test_sigterm_ends_a_training_as_ctrl_c_does(doc: dict, tmp_path: Path) -> None:
+    """SIGTERM once Ray runs: the resume hint, status 130, no stack dump, Ray's processes gone.
+    (Ray's core put abseil's handler on SIGTERM: a stack dump, then an abort, status 134.)"""
+    config = tmp_path / "tiny.toml"
+    config.write_text(to_toml(parse_config({**doc, "run": {**doc["run"], "iterations": 50}})))
+    train = subprocess.Popen([*CLI, "train", str(config), "--out", str(tmp_path / "runs"),
+                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    watchdog = threading.Timer(300, train.kill)
+    watchdog.start()
+    try:
+        assert train.stdout is not None
+        for line in train.stdout:
+            if line.startswith("iteration 1:"):
+                break
+        ray_processes = descendants(train.pid)
+        assert ray_processes, "Ray's processes were not found"
+        train.send_signal(signal.SIGTERM)
+        _, stderr = train.communicate(timeout=120)
+    finally:
+        watchdog.cancel()
+        train.kill()
+    assert train.returncode == 130, stderr[-3000:]
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert f"continue with: ccgym train --resume {run_dir}" in stderr
+    assert "SIGTERM received" not in stderr and "Traceback" not in stderr
+    assert (run_dir / "checkpoint.pt").exists()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(map(running, ray_processes)):
+        time.sleep(0.5)
+    assert not [p for p in ray_processes if running(p)]
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an exited process its new parent has not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @pytest.fixture
