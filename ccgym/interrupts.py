@@ -31,7 +31,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def handlers_kept(signals: Sequence[int] = (signal.SIGTERM,)) -> Iterator[None]:
     """After the block, `signals` have the handlers they had before it. For ray.init, whose C++
     core puts abseil's failure handler on SIGTERM (a stack dump, then an abort 3 s later, before
-    any cleanup: `ccgym train` ended so, status 134, its checkpoint's resume hint unsaid) and
+    any cleanup: `ccgym train` died so of SIGABRT, its resume hint unsaid) and
     whose driver puts a Python handler of its own there, so that a command's own handling
     (sigterm_as_interrupt) stays in force. Off the main thread it does nothing."""
     if threading.current_thread() is not threading.main_thread():

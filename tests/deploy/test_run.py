@@ -22,6 +22,7 @@ from ccgym.cli import main
 from ccgym.deploy.harness import find_program
 from ccgym.emulators.generate import generate_cellular_trace, write_trace
 from ccgym.errors import UserError
+from processes import alive, children
 
 try:
     BIN = {name: find_program(name) for name in ("ccgym-sender", "ccgym-receiver", "ccgym-link")}
@@ -46,30 +47,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def children(pid: int) -> list[int]:
-    """Live processes whose parent is pid."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces, so split after its ')'.
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def run_cli(tmp_path: Path, *args: str) -> list[dict]:

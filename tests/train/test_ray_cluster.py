@@ -18,6 +18,7 @@ import pytest
 
 from ccgym.train.config import parse_config, to_toml
 from ccgym.train.pool import RolloutPool
+from processes import alive, descendants
 
 CLI = [sys.executable, "-m", "ccgym.cli"]
 TINY = {
@@ -35,23 +36,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def listening_addresses(pids: set[int]) -> set[str]:
@@ -115,7 +99,7 @@ TINY_PPO = {**TINY, "algorithm": {"name": "ppo"},
 @pytest.mark.parametrize("doc", [TINY, TINY_PPO], ids=["dagger", "ppo"])
 def test_sigterm_ends_a_training_as_ctrl_c_does(doc: dict, tmp_path: Path) -> None:
     """SIGTERM once Ray runs: the resume hint, status 130, no stack dump, Ray's processes gone.
-    (Ray's core put abseil's handler on SIGTERM: a stack dump, then an abort, status 134.)"""
+    (Ray's core put abseil's handler on SIGTERM: a stack dump, then death by SIGABRT.)"""
     config = tmp_path / "tiny.toml"
     config.write_text(to_toml(parse_config({**doc, "run": {**doc["run"], "iterations": 50}})))
     train = subprocess.Popen([*CLI, "train", str(config), "--out", str(tmp_path / "runs"),
@@ -141,17 +125,9 @@ def test_sigterm_ends_a_training_as_ctrl_c_does(doc: dict, tmp_path: Path) -> No
     assert "SIGTERM received" not in stderr and "Traceback" not in stderr
     assert (run_dir / "checkpoint.pt").exists()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(map(running, ray_processes)):
+    while time.monotonic() < deadline and any(map(alive, ray_processes)):
         time.sleep(0.5)
-    assert not [p for p in ray_processes if running(p)]
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an exited process its new parent has not reaped yet)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    assert not [p for p in ray_processes if alive(p)]
 
 
 @pytest.fixture
