@@ -17,7 +17,11 @@ the link in advance), and at the better on each link of its own margin and its b
 window (`oracle/ideal.py`'s search: on a Poisson trace, whose count of any one RTT is
 mostly noise, a steady window does better). A table to stderr; one JSON object to stdout.
 
-  python benchmarks/bench_causal_oracle.py [--links cellular-real]
+--within-rules moves the window toward the schedule by the DAgger expert's actions within
+the growth ceiling (policies/cpp/actions.hh), as a learned policy moves its own, instead of
+setting it: what perfect imitation of that expert would score.
+
+  python benchmarks/bench_causal_oracle.py [--links cellular-real] [--within-rules]
 """
 
 from __future__ import annotations
@@ -45,12 +49,12 @@ MARGINS = (0.8, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
 SEED = 1
 
 
-def gaps_of_link(spec: str, bound: float, duration: float) -> np.ndarray:
+def gaps_of_link(spec: str, bound: float, duration: float, within_rules: bool) -> np.ndarray:
     """gap[lookback index, margin index] of the counted window on one link."""
     ideal = TraceIdealWindow.for_link(spec, seed=SEED)
     schedules = [stepped_schedule(ideal.with_lookback(lb).with_margin(m), duration)
                  for lb in LOOKBACKS for m in MARGINS]
-    scores = schedule_scores(spec, schedules, SEED, duration)
+    scores = schedule_scores(spec, schedules, SEED, duration, within_rules=within_rules)
     return bound - np.asarray(scores).reshape(len(LOOKBACKS), len(MARGINS))
 
 
@@ -60,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", default="cellular-real",
                         help="a link set of trace links (default: cellular-real, which "
                              "needs the shared data; cellular-generated does not)")
+    parser.add_argument("--within-rules", action="store_true",
+                        help="reach each window through the policy's actions within its "
+                             "growth ceiling instead of setting it")
     args = parser.parse_args(argv)
     try:
         links = resolve_links(None, args.links)
@@ -73,18 +80,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     started = time.perf_counter()
-    per_link, fixed_gaps = {}, {}
+    per_link, fixed_gaps, bounds = {}, {}, {}
     for link in tqdm(links, desc="links", unit="link", file=sys.stderr):
         duration = default_duration_ms(link.spec)
-        bound = omniscient_runs(link, [SEED], duration)[0].score
-        per_link[link.name] = gaps_of_link(link.spec, bound, duration)
+        bound = bounds[link.name] = omniscient_runs(link, [SEED], duration)[0].score
+        per_link[link.name] = gaps_of_link(link.spec, bound, duration, args.within_rules)
         fixed_gaps[link.name] = bound - best_fixed_window(link.spec, SEED, duration).score
     gaps = np.stack(list(per_link.values()))  # link x lookback x margin
     fixed = np.array(list(fixed_gaps.values()))
 
     seconds = time.perf_counter() - started
-    print(f"{len(links)} links of {args.links}, each over its whole trace ({seconds:.0f} s)",
-          file=sys.stderr)
+    rules = ", within the policy's rules" if args.within_rules else ""
+    print(f"{len(links)} links of {args.links}, each over its whole trace{rules} "
+          f"({seconds:.0f} s)", file=sys.stderr)
     print(f"{'lookback':>8}  {'group margin':>12}  {'mean gap':>8}  "
           f"{'per-link margins: mean gap':>26}  {'or a fixed window':>17}", file=sys.stderr)
     rows = []
@@ -99,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
                      "mean_gap_own_margins_or_fixed": own_or_fixed})
         print(f"{lookback:>8.2f}  {MARGINS[best]:>12.2f}  {group_mean[best]:>8.3f}  "
               f"{own:>26.3f}  {own_or_fixed:>17.3f}", file=sys.stderr)
-    json.dump({"links": args.links, "seconds": seconds, "margins": list(MARGINS),
+    json.dump({"links": args.links, "within_rules": args.within_rules, "seconds": seconds,
+               "margins": list(MARGINS), "lookbacks": list(LOOKBACKS),
                "by_lookback": rows,
                "gap_by_link": {name: g.tolist() for name, g in per_link.items()},
-               "fixed_window_gap_by_link": fixed_gaps},
+               "fixed_window_gap_by_link": fixed_gaps, "bound_by_link": bounds},
               sys.stdout, indent=2)
     print()
     return 0

@@ -195,20 +195,27 @@ def fixed_window_scores(link_spec: str, windows: Sequence[float], seed: int = 1,
 
 def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]],
                     seed: int = 1, duration_ms: float | None = None,
-                    threads: int = 1) -> list[float]:
+                    threads: int = 1, within_rules: bool = False) -> list[float]:
     """The score of each window schedule on an external flow, set every STEP_MS.
 
     The stepping is `ccgym eval`'s (emulators.stepping.run_stepped): the window for
     [k STEP_MS, (k+1) STEP_MS) is the schedule's value at k STEP_MS. One thread by
     default: a step is microseconds of work, less than starting threads for it
     (measured 35x faster than one thread per core on a 140 s cellular trace).
+    within_rules: the window is not set but moved toward the schedule's value by the action
+    the DAgger expert would label (expert_action), within the growth ceiling, as a learned
+    policy moves its own: what perfect imitation of that expert would score.
     """
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
     sims = [_core.Simulator(link_spec, [("external", 0.0, -1.0)], seed) for _ in schedules]
 
     def decide(now_ms: float) -> None:
         for sim, schedule in zip(sims, schedules):
-            sim.set_window(schedule(now_ms))
+            if within_rules:
+                sim.take_action(expert_action(sim.window(), schedule(now_ms),
+                                              sim.growth_ceiling()))
+            else:
+                sim.set_window(schedule(now_ms))
 
     run_stepped(sims, [duration] * len(sims), decide, threads)
     return [_score(sim, duration) for sim in sims]

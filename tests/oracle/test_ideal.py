@@ -162,6 +162,20 @@ def test_trace_oracle_takes_the_better_of_the_counted_and_the_steady_window(tmp_
         assert isinstance(ideal, TraceIdealWindow)
 
 
+def test_a_schedule_within_the_rules_shrinks_at_once_and_grows_only_on_acks():
+    # 12 Mbit/s, 20 ms: a pipe of some 40 packets. Five packets are one halving of the
+    # initial window away, so the expert's actions reach them in the first step. 400 are
+    # not: set at will, they are all sent at once and queue for a third of a second; through
+    # the actions, the window waits for the first ACK and then grows at most to twice the
+    # flight measured (so within 400 ms it is still far from 400).
+    spec = "rate_mbps=12,delay_ms=20"
+    small, large = (lambda now_ms: 5.0), (lambda now_ms: 400.0)
+    at_will = oracle.schedule_scores(spec, [small, large], duration_ms=400)
+    within = oracle.schedule_scores(spec, [small, large], duration_ms=400, within_rules=True)
+    assert within[0] == at_will[0]
+    assert within[1] > at_will[1] + 0.5
+
+
 def test_an_oracle_held_to_the_rtt_behind_now_counts_only_the_past(tmp_path, monkeypatch):
     monkeypatch.setenv("CCGYM_CACHE", str(tmp_path))
     spec = f"trace={square_wave_trace(tmp_path / 'square.trace')},delay_ms=20"
