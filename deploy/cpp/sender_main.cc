@@ -22,6 +22,7 @@
 
 #include "deploy/cpp/flags.hh"
 #include "deploy/cpp/net.hh"
+#include "deploy/cpp/poller.hh"
 #include "deploy/cpp/tsv_log.hh"
 #include "deploy/cpp/wire.hh"
 #include "emulators/cpp/delivery.hh"
@@ -101,8 +102,8 @@ std::string scheme_names() {
   return out;
 }
 
-int run(int argc, char** argv) {
-  net::Flags flags(
+net::Flags sender_flags() {
+  return net::Flags(
       "ccgym-sender",
       "Sends ccgym data datagrams under a congestion-control scheme and logs sends and ACKs.",
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
@@ -116,163 +117,212 @@ int run(int argc, char** argv) {
        {"seed", "N", "seed of schemes with randomness", "1"},
        {"hidden", "N", "LSTM hidden size; 0 reads it from the ONNX file", "0"},
        {"log", "FILE", "send and ACK log (TSV)", ""}});
-  flags.parse(argc, argv);
+}
 
+struct Options {
   net::Address dest;
+  double stop_ms = kNever;  // sender clock
+  uint32_t flow = 0;
+  uint32_t packet_bytes = kDataPacketBytes;
+  std::string log_path;  // empty: no log
+};
+
+Options parse_options(const net::Flags& flags) {
+  Options options;
   try {
-    dest = net::Address::parse(flags.text("dest"));
+    options.dest = net::Address::parse(flags.text("dest"));
   } catch (const std::invalid_argument& e) {
     flags.fail(std::string("--dest: ") + e.what());
   }
   const double duration_s = flags.number("duration-s");
   if (duration_s < 0) flags.fail("--duration-s must be >= 0");
-  const double stop_ms = duration_s > 0 ? duration_s * 1000 : kNever;
+  if (duration_s > 0) options.stop_ms = duration_s * 1000;
   const uint64_t flow = flags.integer("flow");
   if (flow > UINT32_MAX) flags.fail("--flow must fit in 32 bits");
+  options.flow = static_cast<uint32_t>(flow);
   const uint64_t packet_bytes = flags.integer("packet-bytes");
   if (packet_bytes < wire::kMinDataPacketBytes ||
       packet_bytes > wire::kMaxDataPayloadBytes + wire::kIpUdpHeaderBytes) {
     flags.fail("--packet-bytes must be in [" + std::to_string(wire::kMinDataPacketBytes) + ", " +
                std::to_string(wire::kMaxDataPayloadBytes + wire::kIpUdpHeaderBytes) + "]");
   }
-  [[maybe_unused]] const uint64_t hidden = flags.integer("hidden");
+  options.packet_bytes = static_cast<uint32_t>(packet_bytes);
+  options.log_path = flags.text("log");
+  return options;
+}
 
+// The --scheme's controller; for lstm:FILE an ExternalWindow that *policy drives.
+std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
+                                        [[maybe_unused]] std::unique_ptr<LearnedPolicy>* policy) {
   const std::string scheme = flags.text("scheme");
-  std::unique_ptr<Controller> controller;
-  std::unique_ptr<LearnedPolicy> policy;
+  [[maybe_unused]] const uint64_t hidden = flags.integer("hidden");
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
 #ifdef CCGYM_HAVE_OPENCV
     auto window = std::make_unique<ExternalWindow>(kInitialWindow);
     const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
     try {
-      policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());
+      *policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());
     } catch (const std::runtime_error& e) {
       flags.fail(std::string("--scheme: ") + e.what());
     }
-    controller = std::move(window);
+    return window;
 #else
     flags.fail("--scheme lstm: this ccgym-sender was built without OpenCV dnn");
 #endif
-  } else {
-    try {
-      controller = make_controller(scheme, flags.integer("seed"));
-    } catch (const std::invalid_argument& e) {
-      flags.fail(std::string("--scheme: ") + e.what());
-    }
   }
-  SenderModel sender(std::move(controller), static_cast<uint32_t>(flow),
-                     static_cast<uint32_t>(packet_bytes), 0, stop_ms);
-
-  net::StopSignals signals;
-  net::UdpSocket socket(dest.family());
-  socket.connect(dest);
-  socket.set_buffer_bytes(kSocketBufferBytes);
-  net::tighten_timer_slack();  // paced schemes send on sub-ms deadlines
-
-  net::TsvLog log;
-  if (!flags.text("log").empty()) {
-    log.open(flags.text("log"), "event\tflow\tseq\tbytes\tsend_ms\trecv_ms\tack_ms\twindow");
+  try {
+    return make_controller(scheme, flags.integer("seed"));
+  } catch (const std::invalid_argument& e) {
+    flags.fail(std::string("--scheme: ") + e.what());
   }
+}
 
-  // The datagram: header rewritten per send, zero padding written once.
-  std::vector<unsigned char> datagram(packet_bytes - wire::kIpUdpHeaderBytes, 0);
-  unsigned char ack_buffer[wire::kAckPayloadBytes];
-  uint64_t sent = 0;
-  uint64_t send_failures = 0;
-  uint64_t acks = 0;
-  uint64_t malformed = 0;
-  uint64_t timeouts = 0;
+// One flow's sending side over a connected UDP socket: sends what the SenderModel
+// allows, feeds it the ACKs, steps the learned policy, and logs every event.
+class UdpSender {
+ public:
+  UdpSender(const Options& options, std::unique_ptr<Controller> controller,
+            std::unique_ptr<LearnedPolicy> policy, net::UdpSocket* socket, net::TsvLog* log,
+            const net::MsClock* clock)
+      : options_(options),
+        sender_(std::move(controller), options.flow, options.packet_bytes, 0, options.stop_ms),
+        policy_(std::move(policy)),
+        socket_(socket),
+        log_(log),
+        clock_(clock),
+        // The header is rewritten per send, the zero padding written once.
+        datagram_(options.packet_bytes - wire::kIpUdpHeaderBytes, 0) {}
 
-  net::MsClock clock;
-  const auto send_one = [&](double now_ms) {
-    const uint64_t seq = sender.on_send(now_ms);
-    wire::encode_data(datagram.data(), datagram.size(),
-                      {static_cast<uint32_t>(flow), seq, now_ms});
-    if (!socket.send(datagram.data(), datagram.size())) ++send_failures;
-    ++sent;
-    if (log.is_open()) {
-      log.text("send").integer(flow).integer(seq).integer(packet_bytes).ms(now_ms);
-      log.ms(NAN).ms(NAN).ms(sender.window()).end_row();
-    }
-  };
-
-  pollfd fds[1] = {{socket.fd(), POLLIN, 0}};
-  // The first decision comes before the first send, at 0, as in the simulator, where
-  // the policy sets the window at the start of every step: the two then take the same
-  // number of decisions before the first ACK.
-  double next_step_ms = 0;
-  while (!signals.requested()) {
-    double now_ms = clock.now_ms();
-    if (now_ms >= stop_ms) break;
-
+  void drain_acks() {
     ssize_t n;
-    while ((n = socket.receive(ack_buffer, sizeof ack_buffer, nullptr)) >= 0) {
+    while ((n = socket_->receive(ack_buffer_, sizeof ack_buffer_, nullptr)) >= 0) {
       wire::Ack ack;
       // n is the datagram's full length, also when it did not fit the buffer.
       const auto length = static_cast<std::size_t>(n);
-      if (length > sizeof ack_buffer || !wire::decode_ack(ack_buffer, length, ack) ||
-          ack.flow != flow) {
-        ++malformed;
+      if (length > sizeof ack_buffer_ || !wire::decode_ack(ack_buffer_, length, ack) ||
+          ack.flow != options_.flow) {
+        ++malformed_;
         continue;
       }
-      const double ack_ms = clock.now_ms();
-      sender.on_ack(ack.seq, ack.send_ms, ack.recv_ms, ack_ms);
-      ++acks;
-      if (log.is_open()) {
-        log.text("ack").integer(flow).integer(ack.seq);
-        log.integer(ack.payload_bytes + wire::kIpUdpHeaderBytes);
-        log.ms(ack.send_ms).ms(ack.recv_ms).ms(ack_ms).ms(sender.window()).end_row();
+      const double ack_ms = clock_->now_ms();
+      sender_.on_ack(ack.seq, ack.send_ms, ack.recv_ms, ack_ms);
+      ++acks_;
+      if (log_->is_open()) {
+        log_->text("ack").integer(options_.flow).integer(ack.seq);
+        log_->integer(ack.payload_bytes + wire::kIpUdpHeaderBytes);
+        log_->ms(ack.send_ms).ms(ack.recv_ms).ms(ack_ms).ms(sender_.window()).end_row();
       }
     }
+  }
 
-    now_ms = clock.now_ms();
-    if (policy && now_ms >= next_step_ms) {
+  // Decides, sends what the window and pacing allow; returns when to wake.
+  double turn(double now_ms) {
+    if (policy_ && now_ms >= next_step_ms_) {
 #ifdef CCGYM_HAVE_OPENCV
-      policy->step(sender.features(), now_ms);
+      policy_->step(sender_.features(), now_ms);
 #endif
       // After a stall, the next decision is on the step grid, not a burst of
       // catch-up decisions on stale features.
-      next_step_ms += kStepMs * std::floor((now_ms - next_step_ms) / kStepMs + 1);
+      next_step_ms_ += kStepMs * std::floor((now_ms - next_step_ms_) / kStepMs + 1);
     }
-    if (sender.timed_out(now_ms)) {
-      ++timeouts;
-      if (log.is_open()) {
-        log.text("timeout").integer(flow).integer(sender.next_seq()).integer(packet_bytes);
-        log.ms(now_ms).ms(NAN).ms(NAN).ms(sender.window()).end_row();
+    if (sender_.timed_out(now_ms)) {
+      ++timeouts_;
+      if (log_->is_open()) {
+        log_->text("timeout").integer(options_.flow).integer(sender_.next_seq());
+        log_->integer(options_.packet_bytes).ms(now_ms).ms(NAN).ms(NAN).ms(sender_.window());
+        log_->end_row();
       }
       send_one(now_ms);
     }
-    while (sender.can_send(now_ms)) {
+    while (sender_.can_send(now_ms)) {
       send_one(now_ms);
-      now_ms = clock.now_ms();
+      now_ms = clock_->now_ms();
     }
-
-    double wake_ms = std::min(sender.next_wakeup_ms(now_ms), stop_ms);
-    if (policy) wake_ms = std::min(wake_ms, next_step_ms);
-    net::wait(fds, 1, wake_ms - clock.now_ms(), signals);
+    const double wake_ms = sender_.next_wakeup_ms(now_ms);
+    return policy_ ? std::min(wake_ms, next_step_ms_) : wake_ms;
   }
 
-  if (log.is_open()) {
-    log.comment("clock_origin_ns=" + std::to_string(clock.origin_ns()) +
-                " sent=" + std::to_string(sent) + " acks=" + std::to_string(acks) +
-                " timeouts=" + std::to_string(timeouts) +
-                " malformed=" + std::to_string(malformed) +
-                " send_failures=" + std::to_string(send_failures) +
-                " refused=" + std::to_string(socket.refused()));
-    if (!log.close()) std::fprintf(stderr, "ccgym-sender: could not write the whole log\n");
+  void summarize() const;
+
+ private:
+  void send_one(double now_ms) {
+    const uint64_t seq = sender_.on_send(now_ms);
+    wire::encode_data(datagram_.data(), datagram_.size(), {options_.flow, seq, now_ms});
+    if (!socket_->send(datagram_.data(), datagram_.size())) ++send_failures_;
+    ++sent_;
+    if (log_->is_open()) {
+      log_->text("send").integer(options_.flow).integer(seq).integer(options_.packet_bytes);
+      log_->ms(now_ms).ms(NAN).ms(NAN).ms(sender_.window()).end_row();
+    }
+  }
+
+  Options options_;
+  SenderModel sender_;
+  std::unique_ptr<LearnedPolicy> policy_;
+  net::UdpSocket* socket_;
+  net::TsvLog* log_;
+  const net::MsClock* clock_;
+  std::vector<unsigned char> datagram_;
+  unsigned char ack_buffer_[wire::kAckPayloadBytes];
+  // The first decision comes before the first send, at 0, as in the simulator, where
+  // the policy sets the window at the start of every step: the two then take the same
+  // number of decisions before the first ACK.
+  double next_step_ms_ = 0;
+  uint64_t sent_ = 0;
+  uint64_t send_failures_ = 0;
+  uint64_t acks_ = 0;
+  uint64_t malformed_ = 0;
+  uint64_t timeouts_ = 0;
+};
+
+// The log's trailer and the lines on stderr.
+void UdpSender::summarize() const {
+  if (log_->is_open()) {
+    log_->comment("clock_origin_ns=" + std::to_string(clock_->origin_ns()) +
+                  " sent=" + std::to_string(sent_) + " acks=" + std::to_string(acks_) +
+                  " timeouts=" + std::to_string(timeouts_) +
+                  " malformed=" + std::to_string(malformed_) +
+                  " send_failures=" + std::to_string(send_failures_) +
+                  " refused=" + std::to_string(socket_->refused()));
+    if (!log_->close()) std::fprintf(stderr, "ccgym-sender: could not write the whole log\n");
   }
   std::fprintf(stderr,
                "ccgym-sender: %llu datagrams sent, %llu ACKs, %llu timeouts, %llu malformed\n",
-               static_cast<unsigned long long>(sent), static_cast<unsigned long long>(acks),
-               static_cast<unsigned long long>(timeouts),
-               static_cast<unsigned long long>(malformed));
+               static_cast<unsigned long long>(sent_), static_cast<unsigned long long>(acks_),
+               static_cast<unsigned long long>(timeouts_),
+               static_cast<unsigned long long>(malformed_));
 #ifdef CCGYM_HAVE_OPENCV
-  if (policy && policy->times().total() > 0) {
+  if (policy_ && policy_->times().total() > 0) {
     std::fprintf(stderr, "ccgym-sender: policy: %llu decisions, median %.0f us, p99 %.0f us\n",
-                 static_cast<unsigned long long>(policy->times().total()),
-                 policy->times().quantile_us(0.5), policy->times().quantile_us(0.99));
+                 static_cast<unsigned long long>(policy_->times().total()),
+                 policy_->times().quantile_us(0.5), policy_->times().quantile_us(0.99));
   }
 #endif
+}
+
+int run(int argc, char** argv) {
+  net::Flags flags = sender_flags();
+  flags.parse(argc, argv);
+  const Options options = parse_options(flags);
+  std::unique_ptr<LearnedPolicy> policy;
+  std::unique_ptr<Controller> controller = make_scheme(flags, &policy);
+
+  net::StopSignals signals;
+  net::UdpSocket socket(options.dest.family());
+  socket.connect(options.dest);
+  socket.set_buffer_bytes(kSocketBufferBytes);
+  net::tighten_timer_slack();  // paced schemes send on sub-ms deadlines
+  net::TsvLog log;
+  if (!options.log_path.empty()) {
+    log.open(options.log_path, "event\tflow\tseq\tbytes\tsend_ms\trecv_ms\tack_ms\twindow");
+  }
+
+  net::MsClock clock;
+  UdpSender sender(options, std::move(controller), std::move(policy), &socket, &log, &clock);
+  net::Poller poller;
+  poller.on_readable(socket.fd(), [&] { sender.drain_acks(); });
+  poller.run(clock, signals, options.stop_ms, [&](double now_ms) { return sender.turn(now_ms); });
+  sender.summarize();
   return 0;
 }
 
