@@ -69,7 +69,7 @@ def test_unknown_key_names_file_section_key_and_valid_keys(tmp_path: Path) -> No
     message = str(e.value)
     assert str(path) in message and "[dagger]" in message and "'beta_decai'" in message
     assert "did you mean 'beta_decay'" in message
-    assert "bptt_len" in message and "patience" in message  # the valid keys are listed
+    assert "bptt_len" in message and "epochs" in message  # the valid keys are listed
 
 
 def test_unknown_section(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
 @pytest.mark.parametrize("text, match", [
     ("[run]\nworkers = -1\n", r"\[run\] workers: must be 0 \(serial\) or more"),
     ("[dagger]\nbeta0 = 1.5\n", r"\[dagger\] beta0: must be in \[0, 1\]"),
-    ("[dagger]\nepisode_ms = 1005\n", r"\[dagger\] episode_ms: must be a multiple"),
+    ("[run]\nepisode_ms = 1005\n", r"\[run\] episode_ms: must be a multiple"),
     ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
     ("[model]\nhead = \"gaussian\"\n", r"\[model\] head: must be one of classes, log_change"),
     ("[dagger]\nrandom_start = 1.5\n", r"\[dagger\] random_start: must be in \[0, 1\]"),
