@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import textwrap
 import tomllib
 import typing
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 from ccgym.config_fields import broken_rule, is_real
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
+from ccgym.train.registry import TRAINERS
 from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
 
 
@@ -300,25 +302,24 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     return dotted.strip(), value
 
 
+def _wrapped(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(" ".join(text.split()), width=96, initial_indent=indent,
+                         subsequent_indent=indent, break_on_hyphens=False)
+
+
 def describe_config() -> str:
     """Every section and key with its type, default and description: the config reference
     (`ccgym train --describe-config`)."""
-    import textwrap
-
-    from ccgym.train.registry import TRAINERS
-
     owners = {s: name for name, r in TRAINERS.items() for s in r.sections}
     defaults = TrainConfig().to_dict()
     lines = []
     for name, section_type in SECTIONS.items():
         only = f' (used when [algorithm] name = "{owners[name]}")' if name in owners else ""
         lines += ["", f"[{name}]{only}"]
-        lines += textwrap.wrap(" ".join((section_type.__doc__ or "").split()), 96,
-                               initial_indent="  ", subsequent_indent="  ")
+        lines += _wrapped(section_type.__doc__ or "", "  ")
         hints = typing.get_type_hints(section_type)
         for f in dataclasses.fields(section_type):
             lines.append(f"  {f.name} = {_toml_value(defaults[name][f.name])}"
                          f"    ({_TYPES[hints[f.name]][0]})")
-            lines += textwrap.wrap(f.metadata.get("doc", ""), 96, initial_indent="      ",
-                                   subsequent_indent="      ")
+            lines += _wrapped(f.metadata.get("doc", ""), "      ")
     return "\n".join(lines[1:]) + "\n"

@@ -38,6 +38,7 @@ from ccgym.train.config import TrainConfig
 from ccgym.train.pool import RolloutPool
 from ccgym.train.run_folder import resolve_policy_path
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
+
 # Seeds of an iteration's sampling (per env runner) and learning, derived from (seed,
 # iteration, stream): nothing random is carried from one iteration to the next.
 SAMPLE_STREAM = 1

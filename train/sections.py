@@ -162,9 +162,9 @@ class EvalSection:
 class AlgorithmSection:
     """Which trainer runs (train/registry.py)."""
 
-    name: str = described("dagger", 'The trainer: "dagger" (imitation of the oracle, '
-                          'train/dagger.py) or "ppo" (RLlib\'s PPO on the environment\'s '
-                          "reward, train/ppo.py).", ALGORITHM)
+    name: str = described("dagger", "The trainer, one of train/registry.py's: "
+                          + "; ".join(f'"{name}", {r.summary}' for name, r in TRAINERS.items())
+                          + ".", ALGORITHM)
 
 
 @dataclass
@@ -272,10 +272,10 @@ class TrainConfig:
     run: RunSection = field(default_factory=RunSection)
     links: LinksSection = field(default_factory=LinksSection)
     model: ModelSection = field(default_factory=ModelSection)
-    dagger: DaggerSection = field(default_factory=DaggerSection)
     optimizer: OptimizerSection = field(default_factory=OptimizerSection)
     eval: EvalSection = field(default_factory=EvalSection)
     algorithm: AlgorithmSection = field(default_factory=AlgorithmSection)
+    dagger: DaggerSection = field(default_factory=DaggerSection)
     ppo: PpoSection = field(default_factory=PpoSection)
 
     def used_sections(self) -> list[str]:

@@ -23,7 +23,7 @@ may validate on shared links by overriding validate.
 from __future__ import annotations
 
 import contextlib
-import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -69,8 +69,9 @@ class Progress:
             self._bar.set_postfix_str(text)
 
 
-class Trainer:
-    """An algorithm on the loop (train/loop.py): override what the module docstring lists."""
+class Trainer(ABC):
+    """An algorithm on the loop (train/loop.py): it implements what the module docstring
+    lists; check_config, session and validate have defaults."""
 
     # "format" of its checkpoint.pt part; a checkpoint of another trainer is refused.
     name: ClassVar[str] = ""
@@ -81,23 +82,29 @@ class Trainer:
     @classmethod
     def check_config(cls, config: TrainConfig) -> None:
         """Raises UserError on what only the trainer's code can check (before a run folder
-        exists, so that a bad config leaves nothing behind)."""
+        exists, so that a bad config leaves nothing behind). By default there is nothing
+        beyond the config's own checks."""
+        return None
 
     @contextlib.contextmanager
     def session(self, train_specs: Sequence[str]) -> Iterator[None]:
         """Holds what the iterations share open (workers, pools) around them."""
         yield
 
+    @abstractmethod
     def stages(self, iteration: int) -> int:
         raise NotImplementedError
 
+    @abstractmethod
     def collect(self, iteration: int, progress: Progress) -> Rollouts:
         raise NotImplementedError
 
+    @abstractmethod
     def learn(self, iteration: int, rollouts: Rollouts, progress: Progress) -> Figures:
         raise NotImplementedError
 
     @property
+    @abstractmethod
     def policy(self) -> LstmPolicy:
         raise NotImplementedError
 
@@ -107,13 +114,11 @@ class Trainer:
         return validate_policy(self.policy, links, ev.validation_length_s, ev.runs,
                                self.config.run.seed)
 
+    @abstractmethod
     def state_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    @abstractmethod
     def load_state_dict(self, data: dict[str, Any], where: str) -> None:
         raise NotImplementedError
 
-
-def figure(values: dict[str, float], key: str) -> float:
-    """values[key], NaN when absent (a figure RLlib did not report)."""
-    return values.get(key, math.nan)
