@@ -39,12 +39,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "ccgym.cli"]
 TRAIN_DOC = {
-    "run": {"name": "kill", "seed": 3, "workers": 0, "iterations": 4},
+    "run": {"name": "kill", "seed": 3, "workers": 0, "iterations": 4, "num_envs": 4,
+            "episode_ms": 2000.0},
     "links": {"train": ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"],
               "validation": ["name=held-out,rate_mbps=18,delay_ms=15"]},
     "model": {"hidden_size": 8},
-    "dagger": {"rollouts_per_iteration": 4, "num_envs": 4, "episode_ms": 2000.0, "epochs": 2,
-               "batch_size": 4, "holdout_fraction": 0.25},
+    "dagger": {"rollouts_per_iteration": 4, "epochs": 2, "batch_size": 4,
+               "holdout_fraction": 0.25},
     "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
 }
 FUZZ_LINE = re.compile(r"fuzz: (\S+): (\d+) runs in (\S+) s, (\d+) crashes")
@@ -101,10 +102,10 @@ def fuzz(seconds: int) -> dict[str, dict[str, float]]:
 
 def _weights(run_dir: Path) -> dict:
     from ccgym.train.config import load_config
-    from ccgym.train.dagger import load_checkpoint
+    from ccgym.train.loop import load_checkpoint
 
     state = load_checkpoint(run_dir / "checkpoint.pt", load_config(run_dir / "config.toml"))
-    return {"iteration": state.iteration, "weights": state.policy.state_dict()}
+    return {"iteration": state.iteration, "weights": state.trainer.policy.state_dict()}
 
 
 def _train(args: list[str], env: dict) -> subprocess.Popen:

@@ -96,12 +96,12 @@ def main() -> None:
     torch.set_num_threads(1)
     n = args.num_envs
     config = with_overrides(load_packaged_config("quick"), **{
-        "run.workers": args.workers, "dagger.num_envs": n,
+        "run.workers": args.workers, "run.num_envs": n,
         "dagger.rollouts_per_iteration": n * args.workers, "algorithm.name": "ppo",
-        "ppo.num_envs": n, "ppo.minibatch_size": 4096})
+        "ppo.minibatch_size": 4096})
     specs = [link.spec for link in resolve_train_links(config)[0]]
     out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-           "workers": args.workers, "num_envs": n, "episode_ms": config.ppo.episode_ms,
+           "workers": args.workers, "num_envs": n, "episode_ms": config.run.episode_ms,
            "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
            "ppo": bench_ppo(config, specs, args.rounds)}
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]

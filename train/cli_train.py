@@ -1,4 +1,5 @@
-"""Train an LSTM congestion-control policy by DAgger against the oracle (Indigo's recipe).
+"""Train an LSTM congestion-control policy: by DAgger against the oracle (Indigo's recipe) or by
+PPO on the reward, as the config's [algorithm] name says.
 
 A run is a folder runs/<name>__<seed>__<YYYYmmdd-HHMMSS>/ holding the resolved config
 (config.toml), TensorBoard events (`tensorboard --logdir runs`), checkpoint.pt (written after
@@ -7,7 +8,10 @@ every iteration) and policy.pt (the best policy so far, for `ccgym eval --scheme
 validation links. Examples:
 
   ccgym train                                   # the packaged quick config (minutes, 2 cores)
+  ccgym train cellular                          # a packaged config by name
   ccgym train configs/train/indigo.toml --iterations 20
+  ccgym train quick --set dagger.epochs=8 --set run.patience=4   # a variant, no file edited
+  ccgym train --describe-config                 # every section and key, with its default
   for s in 1 2 3; do ccgym train configs/train/cellular.toml --seed $s; done   # seed spread
   ccgym train --resume runs/quick__1__20250101-120000    # continue a killed run
 """
@@ -27,9 +31,40 @@ from ccgym.train.run_folder import RunFolder
 DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
 
 
+def packaged_config_names() -> list[str]:
+    """The configs shipped in ccgym/configs/train, by name ("quick" for quick.toml)."""
+    from importlib import resources
+
+    folder = resources.files("ccgym.configs") / "train"
+    return sorted(e.name.removesuffix(".toml") for e in folder.iterdir()
+                  if e.name.endswith(".toml"))
+
+
+def load_named_config(argument: str) -> Any:
+    """The config a CONFIG argument names: a TOML file, or a packaged config ("cellular")."""
+    from ccgym.train.config import load_config, load_packaged_config
+
+    path = Path(argument).expanduser()
+    if path.is_file() or path.suffix == ".toml" or len(path.parts) > 1:
+        return load_config(path)  # a missing file: the error names it
+    if argument not in packaged_config_names():
+        raise UserError(f"{argument}: no such config file or packaged training config; "
+                        f"packaged: {', '.join(packaged_config_names())}")
+    return load_packaged_config(argument)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", metavar="CONFIG.toml",
-                        help=f"training config (default: the packaged {DEFAULT_CONFIG}.toml)")
+    parser.add_argument("config", nargs="?", metavar="CONFIG",
+                        help="training config: a TOML file, or the name of a packaged one ("
+                             f"{', '.join(packaged_config_names())}; default: {DEFAULT_CONFIG})")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        dest="assignments",
+                        help="override a config key, typed as the key is (repeatable), e.g. "
+                             "--set dagger.epochs=8 --set eval.baselines='[\"cubic\"]'; "
+                             "--describe-config lists the keys")
+    parser.add_argument("--describe-config", action="store_true",
+                        help="print every config section and key with its type, default and "
+                             "description, and exit")
     parser.add_argument("--resume", metavar="RUN_DIR",
                         help="continue the run in RUN_DIR from its last checkpoint")
     parser.add_argument("--name", help="run name (default: [run] name of the config)")
@@ -39,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the run's rollouts, splits and initial weights "
                              "(overrides [run] seed; the run folder's name carries it)")
     parser.add_argument("--iterations", type=int, metavar="N",
-                        help="total DAgger iterations (overrides [run] iterations)")
+                        help="total iterations (overrides [run] iterations)")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="rollout workers, 0 for in-process (overrides [run] workers)")
     parser.add_argument("--ray-address", metavar="ADDR",
@@ -51,10 +86,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags that override [run] keys; with_overrides checks them as the config's own."""
+    """The --set assignments, then the flags that override [run] keys (a flag wins);
+    with_overrides checks them as the config's own."""
+    from ccgym.train.config import parse_assignment
+
+    changes = dict(parse_assignment(text) for text in args.assignments)
     flags = {"run.iterations": args.iterations, "run.workers": args.workers,
              "run.ray_address": args.ray_address, "run.name": args.name, "run.seed": args.seed}
-    return {key: value for key, value in flags.items() if value is not None}
+    changes.update({key: value for key, value in flags.items() if value is not None})
+    return changes
 
 
 def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
@@ -78,33 +118,32 @@ def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.train.config import load_config, load_packaged_config, with_overrides
+    from ccgym.train.config import describe_config, with_overrides
 
+    if args.describe_config:
+        print(describe_config(), end="")
+        return 0
     changes = _overrides(args)
     if args.resume:
         if args.config:
-            raise UserError("give CONFIG.toml or --resume RUN_DIR, not both "
+            raise UserError("give CONFIG or --resume RUN_DIR, not both "
                             "(a resumed run uses its own config.toml)")
-        if args.name is not None or args.seed is not None:
-            raise UserError("--name and --seed cannot change a resumed run")
+        if {"run.name", "run.seed"} & changes.keys():
+            raise UserError("--name and --seed (run.name, run.seed) cannot change a resumed run")
         folder = RunFolder.existing(args.resume)
         folder.check_resumable()
         config = folder.load_config()
     else:
-        config = load_config(args.config) if args.config else load_packaged_config(DEFAULT_CONFIG)
+        config = load_named_config(args.config or DEFAULT_CONFIG)
         folder = None
     if changes:
         config = with_overrides(config, **changes)
 
+    from ccgym.train.loop import train
+    from ccgym.train.registry import trainer_class
     from ccgym.train.validation import check_config
 
-    if config.algorithm.name == "ppo":
-        from ccgym.train.ppo import init_policy, train
-
-        init_policy(config)  # a missing or mismatched init_from fails before the run folder
-    else:
-        from ccgym.train.dagger import train
-
+    trainer_class(config.algorithm.name).check_config(config)
     check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if folder is None:
         folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)
@@ -116,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     try:
         state = train(config, folder.path, resume=bool(args.resume),
-                      extend=args.iterations is not None, progress=progress)
+                      extend="run.iterations" in changes, progress=progress)
     except KeyboardInterrupt:
         print(f"interrupted; continue with: ccgym train --resume {folder.path}", file=sys.stderr)
         raise

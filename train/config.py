@@ -1,24 +1,11 @@
 """Training-run configs: TOML files (configs/train/*.toml), checked once when read.
 
-Every key has a default (the dataclasses below, each field documented); a file sets only what
-it changes. An unknown section or key, or a value of the wrong type, is a UserError that names
-the file, the section and the key, and lists the valid ones. The resolved config (defaults
-filled in, paths made absolute) is written into the run folder as config.toml, and `--resume`
-reads it back from there.
-
-    [run]        name, seed, workers, ray_address, iterations, env_threads, torch_threads
-    [links]      train, train_fallback, vary_delay_ms, vary_queue_bdp, vary_ack, validation,
-                 validation_fallback
-    [model]      hidden_size, head
-    [dagger]     rollouts_per_iteration, num_envs, episode_ms, beta0, beta_decay, exploration,
-                 class_weight_power, bptt_len, epochs, batch_size, patience, min_delta,
-                 holdout_fraction, oracle_duration_s, oracle_lookbacks, random_start
-    [optimizer]  lr, weight_decay, grad_clip, lr_decay
-    [eval]       duration_s, runs, baselines, oracle, final_duration_s, leaderboard
-    [algorithm]  name ("dagger" or "ppo")
-    [ppo]        init_from, num_envs, episode_ms, reward_scale, gamma, lambda_, clip_param,
-                 vf_loss_coeff, entropy_coeff, kl_coeff, kl_target, num_epochs, minibatch_size,
-                 max_seq_len, patience, min_delta
+Every key has a default and a description (train/sections.py; `ccgym train --describe-config`
+prints them all); a file sets only what it changes, and `ccgym train --set section.key=value`
+changes any key from the command line. An unknown section or key, or a value of the wrong type,
+is a UserError that names the file, the section and the key, and lists the valid ones. The
+resolved config (defaults filled in, paths made absolute) is written into the run folder as
+config.toml, and `--resume` reads it back from there.
 
 Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
 relative to the config file); a list holds link specs ("rate_mbps=12,delay_ms=20") and/or
@@ -30,239 +17,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
+import textwrap
+import tomllib
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, broken_rule, is_real,
-                                 rule)
+from ccgym.config_fields import broken_rule, is_real
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
-from ccgym.oracle.ideal import LOOKBACKS
-from ccgym.policies import HEADS
-
-LinkEntries = str | list[str]
-ALGORITHMS = ("dagger", "ppo")
-
-
-# A field's value rule is declared beside it (field metadata, ccgym.config_fields) and checked
-# by validate(); types are checked when reading. What relates fields or needs the build is
-# checked in validate() too.
-FRACTION = rule(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
-DECAY = DISCOUNT = rule(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
-WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
-NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
-            "must be letters, digits and . _ + - (no '__')")
-ALGORITHM = rule(lambda v: v in ALGORITHMS, f"must be one of {', '.join(ALGORITHMS)}")
-HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
-
-
-@dataclass
-class RunSection:
-    # The run's name: the first part of its folder runs/<name>__<seed>__<time>/.
-    name: str = field(default="dagger", metadata=NAME)
-    # Seeds everything: the links each rollout worker draws, mixing coins, weights, shuffles.
-    seed: int = field(default=1, metadata=NON_NEGATIVE)
-    # Parallel rollout workers (Ray tasks, one CPU each); 0 runs rollouts in-process, serially.
-    workers: int = field(default=2, metadata=WORKERS)
-    # "" starts Ray on this machine with `workers` CPUs; "auto" or "HOST:PORT" joins a cluster.
-    ray_address: str = ""
-    # DAgger iterations (each: roll out, label, aggregate, retrain, validate).
-    iterations: int = field(default=10, metadata=POSITIVE)
-    # Simulator threads inside one vectorized environment; 1 when Ray already uses the cores.
-    env_threads: int = field(default=1, metadata=POSITIVE)
-    # Torch threads of the trainer; a 32-unit LSTM gains nothing from more and loses to overhead.
-    torch_threads: int = field(default=1, metadata=POSITIVE)
-
-
-@dataclass
-class LinksSection:
-    # Links the policy is trained on (rollouts draw from them).
-    train: LinkEntries = "indigo-synthetic"
-    # Held-out links scored every iteration and on the final leaderboard.
-    validation: LinkEntries = "pantheon-calibrated"
-    # Used instead of `validation` when that needs the shared recorded data and it is absent.
-    validation_fallback: LinkEntries = ""
-    # Used instead of `train` when that needs the shared recorded data and it is absent.
-    train_fallback: LinkEntries = ""
-    # Each training link crossed with these values (emulators/variants.py); episodes draw a
-    # link uniformly, so each value too. Empty keeps each link's own.
-    vary_delay_ms: list[float] = field(default_factory=list)   # one-way delay, ms
-    vary_queue_bdp: list[float] = field(default_factory=list)  # DropTail, BDPs; 0: infinite
-    vary_ack: list[str] = field(default_factory=list)          # "own" or "clean" ACK path
-
-
-@dataclass
-class ModelSection:
-    # LSTM units (Indigo used 32).
-    hidden_size: int = field(default=32, metadata=POSITIVE)
-    # What the policy outputs (policies/lstm.py): "classes", a logit per action learned by
-    # cross-entropy, or "log_change", the log window change learned by squared error, the
-    # action then the one whose change is closest.
-    head: str = field(default="classes", metadata=HEAD)
-
-
-@dataclass
-class DaggerSection:
-    # Episodes rolled out per iteration, each on a training link drawn at random.
-    rollouts_per_iteration: int = field(default=16, metadata=POSITIVE)
-    # Episodes stepped together in one vectorized environment (one rollout task).
-    num_envs: int = field(default=8, metadata=POSITIVE)
-    # Length of one episode, ms of simulated time (a multiple of STEP_MS).
-    episode_ms: float = field(default=10_000.0, metadata=POSITIVE)
-    # Probability of executing the expert's action at iteration 2, multiplied by beta_decay
-    # every later iteration (iteration 1 always follows the expert: there is no policy yet).
-    beta0: float = field(default=1.0, metadata=PROBABILITY)
-    beta_decay: float = field(default=0.5, metadata=PROBABILITY)
-    # Probability of replacing the executed action by a uniformly random one, at every
-    # iteration (noise injection, as DART, Laskey et al. 2017): the expert, once on its
-    # ideal window, would hold it forever and the dataset would teach nothing but "hold";
-    # perturbed windows show it correcting from every side. States stay labelled with the
-    # expert's action.
-    exploration: float = field(default=0.1, metadata=PROBABILITY)
-    # Cross-entropy weight of each action: (its share of the labels) ^ -class_weight_power,
-    # normalized to a mean of 1 per label. 0: unweighted; 1: every action counts equally.
-    # The classes head only: the log_change head's squared errors are unweighted.
-    # "Hold" dominates the expert's labels; without weights the policy learns only that.
-    class_weight_power: float = field(default=0.5, metadata=PROBABILITY)
-    # Steps per truncated-BPTT segment; the recurrent state carries over between segments.
-    bptt_len: int = field(default=50, metadata=POSITIVE)
-    # Passes over the aggregated dataset per iteration.
-    epochs: int = field(default=4, metadata=POSITIVE)
-    # Episodes per gradient batch. Small batches: many steps per pass over a small dataset.
-    batch_size: int = field(default=4, metadata=POSITIVE)
-    # Stop after this many iterations in which neither held-out agreement nor validation
-    # score improved by more than min_delta.
-    patience: int = field(default=6, metadata=POSITIVE)
-    min_delta: float = field(default=1e-3, metadata=NON_NEGATIVE)
-    # Fraction of each iteration's episodes kept out of training to measure agreement.
-    holdout_fraction: float = field(default=0.2, metadata=FRACTION)
-    # Length of the oracle's search on each training link that needs one (a trace, a lossy or
-    # Poisson link), seconds; 0: as `ccgym eval` runs the link (a trace once). Recorded traces
-    # last up to 15 minutes, and varied links each need their own search: a minute suffices.
-    oracle_duration_s: float = field(default=0.0, metadata=NON_NEGATIVE)
-    # Where the oracle of a training trace may count its RTT: shares of it behind now, the best
-    # of them by search (oracle/ideal.py). [1.0] makes an expert that only counts the RTT behind
-    # now: every label a function of the link's past, which a sender can learn to read.
-    oracle_lookbacks: list[float] = field(default_factory=lambda: list(LOOKBACKS),
-                                          metadata=SHARES)
-    # The share of training episodes that start from a random window, from one packet to four
-    # BDPs, held for up to 3 s (envs/link_env.py start_window): without them no training
-    # episode leads to a tiny window on a fast link, where policies then stayed.
-    random_start: float = field(default=0.0, metadata=PROBABILITY)
-
-
-@dataclass
-class AlgorithmSection:
-    # The trainer: "dagger" (imitation of the oracle, train/dagger.py) or "ppo" (RLlib's PPO on
-    # the environment's reward, train/ppo.py).
-    name: str = field(default="dagger", metadata=ALGORITHM)
-
-
-@dataclass
-class PpoSection:
-    # A run folder (its best policy.pt) or a policy file whose weights the actor starts from,
-    # e.g. "runs/quick__1__20250101-120000" (relative to the working directory); "": from
-    # scratch. The value head always starts fresh.
-    init_from: str = ""
-    # Episodes stepped together in one env runner's vectorized environment; each of the
-    # `workers` env runners (one if workers = 0) runs one episode per slot every iteration.
-    num_envs: int = field(default=16, metadata=POSITIVE)
-    # Length of one episode, ms of simulated time (a multiple of STEP_MS).
-    episode_ms: float = field(default=10_000.0, metadata=POSITIVE)
-    # The documented reward of envs/link_env.py, multiplied by this: returns are about
-    # reward / (1 - gamma), and the value head shares the actor's LSTM, so unscaled returns of
-    # -10 to -200 would make the value loss drown the policy's gradient in the shared layer.
-    reward_scale: float = field(default=0.02, metadata=POSITIVE)
-    # The log_change head's logits, -(d_a - r)^2, divided by this for the actions PPO samples
-    # (greedy actions, and so the exported policy, are unchanged). At 1 the squared log changes
-    # are so small (+10 from 30 packets: 0.08) that every action is about as likely, /2 and x2
-    # too; at 0.001 the steps next to r (+-1 packet around 30) are sampled, the far ones not.
-    log_change_temperature: float = field(default=0.001, metadata=POSITIVE)
-    # Discount and GAE's lambda. 0.98: a horizon of about 50 steps (0.5 s), a few RTTs.
-    gamma: float = field(default=0.98, metadata=DISCOUNT)
-    lambda_: float = field(default=0.95, metadata=PROBABILITY)
-    # PPO's clipped surrogate, value-loss weight, entropy bonus and KL penalty (adaptive, RLlib's).
-    clip_param: float = field(default=0.2, metadata=NON_NEGATIVE)
-    vf_loss_coeff: float = field(default=0.5, metadata=NON_NEGATIVE)
-    entropy_coeff: float = field(default=0.005, metadata=NON_NEGATIVE)
-    kl_coeff: float = field(default=0.2, metadata=NON_NEGATIVE)
-    kl_target: float = field(default=0.01, metadata=NON_NEGATIVE)
-    # Passes over each iteration's batch, and steps per gradient minibatch.
-    num_epochs: int = field(default=4, metadata=POSITIVE)
-    minibatch_size: int = field(default=4096, metadata=POSITIVE)
-    # Steps per truncated-BPTT chunk; each chunk starts from the recurrent state recorded at
-    # rollout time.
-    max_seq_len: int = field(default=50, metadata=POSITIVE)
-    # Stop after this many iterations whose validation score did not improve by min_delta.
-    patience: int = field(default=6, metadata=POSITIVE)
-    min_delta: float = field(default=1e-3, metadata=NON_NEGATIVE)
-
-
-@dataclass
-class OptimizerSection:
-    # Adam's learning rate and decoupled weight decay (AdamW).
-    lr: float = field(default=5e-3, metadata=POSITIVE)
-    weight_decay: float = field(default=0.0, metadata=NON_NEGATIVE)
-    # Gradient norm clip per step; 0 turns it off. LSTMs on long sequences need it.
-    grad_clip: float = field(default=1.0, metadata=NON_NEGATIVE)
-    # Iteration k trains at lr x lr_decay^(k-1). Every iteration retrains on the whole
-    # aggregated dataset; a smaller late step keeps one iteration from undoing the last.
-    lr_decay: float = field(default=1.0, metadata=DECAY)
-
-
-@dataclass
-class EvalSection:
-    # Simulated seconds of each validation run during training (0: each link's default, a
-    # trace once, else 30 s, as ccgym eval runs it).
-    duration_s: float = field(default=10.0, metadata=NON_NEGATIVE)
-    # Runs (seeds) per validation link.
-    runs: int = field(default=1, metadata=POSITIVE)
-    # Baselines of the final leaderboard and the eval/best_baseline_score reference line.
-    baselines: list[str] = field(default_factory=lambda: [
-        "cubic", "bbr", "vegas", "copa", "fixed:20"])
-    # Score the oracle on the validation links too (reference line and leaderboard row).
-    oracle: bool = True
-    # Simulated seconds of each final-leaderboard run (0: each link's default, see ccgym eval).
-    final_duration_s: float = field(default=30.0, metadata=NON_NEGATIVE)
-    # Print the leaderboard of the trained policy beside the baselines at the end.
-    leaderboard: bool = True
-
-    @property
-    def validation_length_s(self) -> float | None:
-        """duration_s as ccgym eval takes it: None (0 here) is each link's default length."""
-        return self.duration_s or None
-
-    @property
-    def final_length_s(self) -> float | None:
-        """final_duration_s as ccgym eval takes it: None (0 here) is each link's default."""
-        return self.final_duration_s or None
-
-
-@dataclass
-class TrainConfig:
-    run: RunSection = field(default_factory=RunSection)
-    links: LinksSection = field(default_factory=LinksSection)
-    model: ModelSection = field(default_factory=ModelSection)
-    dagger: DaggerSection = field(default_factory=DaggerSection)
-    optimizer: OptimizerSection = field(default_factory=OptimizerSection)
-    eval: EvalSection = field(default_factory=EvalSection)
-    algorithm: AlgorithmSection = field(default_factory=AlgorithmSection)
-    ppo: PpoSection = field(default_factory=PpoSection)
-
-    def to_dict(self) -> dict[str, dict[str, Any]]:
-        return dataclasses.asdict(self)
-
-    def flat(self) -> dict[str, Any]:
-        """section.key -> value, for the hyperparameter table."""
-        return {f"{s}.{k}": v for s, keys in self.to_dict().items() for k, v in keys.items()}
-
-
-SECTIONS: dict[str, type] = {"run": RunSection, "links": LinksSection, "model": ModelSection,
-            "dagger": DaggerSection, "optimizer": OptimizerSection, "eval": EvalSection,
-            "algorithm": AlgorithmSection, "ppo": PpoSection}
+from ccgym.train.registry import TRAINERS
+from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
 
 
 # ---------------------------------------------------------------- reading
@@ -298,13 +63,17 @@ def _check_type(value: Any, annotation: Any) -> Any:
     return convert(value)
 
 
-def _section(section_type: type, table: Any, where: str) -> Any:
+def _section(name: str, table: Any, where: str) -> Any:
+    section_type = SECTIONS[name]
     if not isinstance(table, dict):
         raise UserError(f"{where}: must be a table (a [section] of key = value lines)")
     hints = typing.get_type_hints(section_type)
     valid = [f.name for f in dataclasses.fields(section_type)]
     values = {}
     for key, value in table.items():
+        if f"{name}.{key}" in MOVED:
+            section, _, new_key = MOVED[f"{name}.{key}"].partition(".")
+            raise UserError(f"{where} {key}: every trainer's {key} is now [{section}] {new_key}")
         if key not in hints:
             raise unknown_key(where, key, valid)
         try:
@@ -320,7 +89,7 @@ def parse_config(doc: dict[str, Any], source: str = "config") -> TrainConfig:
     for name, table in doc.items():
         if name not in SECTIONS:
             raise unknown_key(source, name, list(SECTIONS))
-        sections[name] = _section(SECTIONS[name], table, f"{source}: [{name}]")
+        sections[name] = _section(name, table, f"{source}: [{name}]")
     config = TrainConfig(**sections)
     validate(config, source)
     return config
@@ -356,19 +125,22 @@ def load_packaged_config(name: str) -> TrainConfig:
 # ---------------------------------------------------------------- checks
 
 def validate(config: TrainConfig, source: str) -> None:
-    """Value checks (types were checked when reading): each field's rule, then what relates
-    fields or needs the build. [ppo] is checked only when it is the algorithm."""
+    """Value checks (types were checked when reading) of the sections the run uses: each
+    field's rule, then each section's check of what relates fields, then the links."""
     def bad(key: str, message: str) -> UserError:
         section, name = key.split(".")
         return UserError(f"{source}: [{section}] {name}: {message}")
 
-    for name in SECTIONS:
-        if name == "ppo" and config.algorithm.name != "ppo":
-            continue
-        broken = broken_rule(getattr(config, name))
+    for name in config.used_sections():
+        section = getattr(config, name)
+        broken = broken_rule(section)
         if broken:
             raise bad(f"{name}.{broken[0]}", broken[1])
-    _check_step(config.dagger.episode_ms, "dagger.episode_ms", bad)
+    for name in config.used_sections():
+        check = getattr(getattr(config, name), "check", None)
+        broken = check(config) if check is not None else None
+        if broken:
+            raise bad(*broken)
     links = config.links
     for key in ("train", "validation"):
         value = getattr(links, key)
@@ -383,35 +155,6 @@ def validate(config: TrainConfig, source: str) -> None:
     except ValueError as e:
         key, _, message = str(e).partition(": ")
         raise bad(f"links.vary_{key}", message) from None
-    if config.algorithm.name == "ppo":
-        _validate_ppo(config, bad)
-
-
-def _check_step(episode_ms: float, key: str, bad: Any) -> None:
-    from ccgym.emulators import _core
-
-    steps = episode_ms / _core.STEP_MS
-    if abs(steps - round(steps)) > 1e-9:
-        raise bad(key, f"must be a multiple of the step, {_core.STEP_MS:g} ms")
-
-
-def _validate_ppo(config: TrainConfig, bad: Any) -> None:
-    from ccgym.emulators import _core
-
-    ppo = config.ppo
-    _check_step(ppo.episode_ms, "ppo.episode_ms", bad)
-    # An iteration's batch: one episode per slot of each env runner (one when workers = 0).
-    batch = max(config.run.workers, 1) * ppo.num_envs * round(ppo.episode_ms / _core.STEP_MS)
-    if ppo.minibatch_size > batch:
-        raise bad("ppo.minibatch_size", f"must be at most an iteration's batch, {batch} steps "
-                                        "(workers x num_envs x episode steps), got "
-                                        f"{ppo.minibatch_size}")
-    if config.optimizer.lr_decay != 1:
-        raise bad("optimizer.lr_decay", f"PPO keeps one step size; set 1, got "
-                                        f"{config.optimizer.lr_decay}")
-    if config.optimizer.weight_decay != 0:
-        raise bad("optimizer.weight_decay", "PPO's optimizer (RLlib's Adam) has no weight "
-                                            f"decay; set 0, got {config.optimizer.weight_decay}")
 
 
 # ---------------------------------------------------------------- links
@@ -524,3 +267,59 @@ def with_overrides(config: TrainConfig, source: str = "command line",
         doc[section][key] = value
     return parse_config(doc, source)
 
+
+
+# ---------------------------------------------------------------- command line
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`--set section.key=value` -> ("section.key", the value typed as the field is). The value
+    is written as in a TOML file (3, 0.5, true, ["a", "b"]); a string needs no quotes."""
+    where = f"--set {text}"
+    dotted, equals, raw = text.partition("=")
+    section, dot, key = dotted.strip().partition(".")
+    if not equals or not dot:
+        raise UserError(f"{where}: give SECTION.KEY=VALUE, e.g. run.iterations=5")
+    if section not in SECTIONS:
+        raise unknown_key(where, section, list(SECTIONS), "section")
+    if f"{section}.{key}" in MOVED:
+        raise UserError(f"{where}: every trainer's {key} is now {MOVED[f'{section}.{key}']}")
+    hints = typing.get_type_hints(SECTIONS[section])
+    if key not in hints:
+        raise unknown_key(where, key, list(hints))
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = None
+    annotation = hints[key]
+    if annotation is str and not isinstance(value, str):
+        return dotted.strip(), raw
+    if annotation == LinkEntries and not isinstance(value, (str, list)):
+        return dotted.strip(), raw
+    if value is None:
+        raise UserError(f"{where}: [{section}] {key} must be {_TYPES[annotation][0]}, "
+                        f"got {raw!r}")
+    return dotted.strip(), value
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(" ".join(text.split()), width=96, initial_indent=indent,
+                         subsequent_indent=indent, break_on_hyphens=False)
+
+
+def describe_config() -> str:
+    """Every section and key with its type, default and description: the config reference
+    (`ccgym train --describe-config`)."""
+    owners = {s: name for name, r in TRAINERS.items() for s in r.sections}
+    defaults = TrainConfig().to_dict()
+    lines = []
+    for name, section_type in SECTIONS.items():
+        only = f' (used when [algorithm] name = "{owners[name]}")' if name in owners else ""
+        lines += ["", f"[{name}]{only}"]
+        lines += _wrapped(section_type.__doc__ or "", "  ")
+        hints = typing.get_type_hints(section_type)
+        for f in dataclasses.fields(section_type):
+            lines.append(f"  {f.name} = {_toml_value(defaults[name][f.name])}"
+                         f"    ({_TYPES[hints[f.name]][0]})")
+            lines += _wrapped(f.metadata.get("doc", ""), "      ")
+    return "\n".join(lines[1:]) + "\n"

@@ -12,20 +12,19 @@ Each iteration i = 1, 2, ...:
      links, keep the best policy (policy.pt), write a checkpoint;
   6. stop when neither figure has improved for `patience` iterations.
 
+Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
+(train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
 Rollouts run on the shared RolloutPool (train/pool.py), one vectorized environment per task;
 everything a rollout needs travels in a RolloutTask, so a task runs the same on a cluster node.
-What is not DAgger lives beside it, shared with the other trainers: validation and reference
-lines (train/validation.py), the run folder (train/run_folder.py), the best iteration and
-patience (train/early_stopping.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,21 +32,14 @@ import torch
 from torch import nn
 
 from ccgym.errors import UserError
-from ccgym.interrupts import sigterm_as_interrupt
-from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
+from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
-from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
-from ccgym.train.run_folder import RunFolder
-from ccgym.train.session import open_session, start_state
-from ccgym.train.validation import summarize_rows, validate_policy
+from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
 if TYPE_CHECKING:
     from ccgym.envs.link_env import EnvConfig
 
-CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
-CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
-READABLE_VERSIONS = (1, 2)
 MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
@@ -159,7 +151,7 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
     from ccgym.envs.link_env import EnvConfig
 
     d = config.dagger
-    per_task = d.num_envs
+    per_task = config.run.num_envs
     count = d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
     beta = beta_for(iteration, d.beta0, d.beta_decay)
@@ -172,7 +164,7 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         # num_envs apart gives every sub-environment of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        env_config = EnvConfig(links=list(train_specs), episode_ms=d.episode_ms, seed=seed,
+        env_config = EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
                                oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
                                oracle_lookbacks=list(d.oracle_lookbacks),
                                random_start=d.random_start)
@@ -285,40 +277,7 @@ def agreement(policy: LstmPolicy, episodes: Sequence[Episode],
     return float(hits.sum() / totals.sum()), float(np.mean(hits[taken] / totals[taken]))
 
 
-# ---------------------------------------------------------------- checkpoints
-
-@dataclass
-class DaggerState:
-    """Everything a run needs to continue after its last finished iteration."""
-
-    iteration: int  # last finished iteration (0: none)
-    policy: LstmPolicy
-    optimizer: torch.optim.Optimizer
-    early_stopping: EarlyStopping  # the best iteration (policy.pt) and the patience count
-    train_episodes: list[Episode] = field(default_factory=list)
-    holdout_episodes: list[Episode] = field(default_factory=list)
-    reference: dict[str, float] = field(default_factory=dict)
-    env_steps: int = 0
-    history: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def dataset_size(self) -> int:
-        return sum(len(y) for _, y in self.train_episodes + self.holdout_episodes)
-
-
-def new_state(config: TrainConfig) -> DaggerState:
-    torch.manual_seed(config.run.seed)
-    policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
-    optimizer = make_optimizer(policy, config)
-    return DaggerState(0, policy, optimizer, _early_stopping(config))
-
-
-def _early_stopping(config: TrainConfig, saved: dict[str, Any] | None = None) -> EarlyStopping:
-    d = config.dagger
-    if saved is None:
-        return EarlyStopping(d.patience, d.min_delta)
-    return EarlyStopping.from_dict(saved, d.patience, d.min_delta)
-
+# ---------------------------------------------------------------- the trainer
 
 def learning_rate(config: TrainConfig, iteration: int) -> float:
     """The step size of a (1-based) iteration: lr x lr_decay^(iteration - 1)."""
@@ -343,72 +302,6 @@ def _episodes_from_tensors(items: Sequence[Any]) -> list[Episode]:
     return [(o.numpy(), y.numpy()) for o, y in items]
 
 
-def save_checkpoint(path: Path, state: DaggerState) -> None:
-    """Atomically: a run killed while writing keeps the previous checkpoint."""
-    atomic_torch_save({
-        "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
-        "iteration": state.iteration,
-        "model": state.policy.to_file_dict(),
-        "optimizer": state.optimizer.state_dict(),
-        "dataset": {"train": _episodes_to_tensors(state.train_episodes),
-                    "holdout": _episodes_to_tensors(state.holdout_episodes)},
-        # Rollouts, splits and shuffles draw from generators derived from (seed, iteration),
-        # so torch's generator (weight init) is the only state to carry.
-        "rng": {"torch": torch.get_rng_state()},
-        "early_stopping": state.early_stopping.to_dict(),
-        "reference": dict(state.reference),
-        "env_steps": state.env_steps,
-        "history": list(state.history),
-    }, path)
-
-
-def load_checkpoint(path: Path, config: TrainConfig) -> DaggerState:
-    try:
-        data = load_torch_file(path, "checkpoint")
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the checkpoint: {e.strerror}") from None
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        raise UserError(f"{path}: not a ccgym DAgger checkpoint")
-    if data.get("version") not in READABLE_VERSIONS:
-        raise UserError(f"{path}: checkpoint version {data.get('version')} is not supported")
-    try:
-        return _state_from_checkpoint(data, path, config)
-    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as e:
-        # The right format, damaged inside (or written by a ccgym whose layout differs).
-        raise UserError(f"{path}: a damaged checkpoint ({type(e).__name__}: "
-                        f"{' '.join(str(e).split())[:200]})") from None
-
-
-def _state_from_checkpoint(data: dict[str, Any], path: Path, config: TrainConfig) -> DaggerState:
-    policy = LstmPolicy.from_file_dict(data["model"], where=str(path))
-    if policy.hidden_size != config.model.hidden_size:
-        raise UserError(f"{path}: the checkpoint's hidden_size {policy.hidden_size} differs "
-                        f"from the config's {config.model.hidden_size}")
-    optimizer = make_optimizer(policy, config)
-    optimizer.load_state_dict(data["optimizer"])
-    torch.set_rng_state(data["rng"]["torch"])
-    return DaggerState(
-        iteration=int(data["iteration"]), policy=policy, optimizer=optimizer,
-        early_stopping=_early_stopping(config, _saved_early_stopping(data)),
-        train_episodes=_episodes_from_tensors(data["dataset"]["train"]),
-        holdout_episodes=_episodes_from_tensors(data["dataset"]["holdout"]),
-        reference=dict(data["reference"]), env_steps=int(data["env_steps"]),
-        history=list(data["history"]))
-
-
-def _saved_early_stopping(data: dict[str, Any]) -> dict[str, Any]:
-    if data["version"] >= 2:
-        return data["early_stopping"]
-    best = data["best"]  # version 1 kept the two records under their own names
-    return {"best_iteration": best["iteration"], "best_score": best["score"],
-            "records": {"score": best["score"], "agreement": best["agreement"]},
-            "stale": best["stale"], "stopped": best["stopped_early"]}
-
-
-# ---------------------------------------------------------------- the loop
-
 def _split(episodes: list[Episode], fraction: float,
            rng: np.random.Generator) -> tuple[list[Episode], list[Episode]]:
     """(train, holdout): round(fraction * n) episodes held out, at least one when fraction > 0
@@ -423,163 +316,113 @@ def _split(episodes: list[Episode], fraction: float,
             [e for i, e in enumerate(episodes) if i in holdout])
 
 
-def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
-          extend: bool = False, progress: bool = True,
-          say: Callable[[str], None] | None = None) -> DaggerState:
-    """Runs (or continues) DAgger in run_dir up to config.run.iterations.
+class Dagger(Trainer):
+    """DAgger on the loop (train/loop.py): the policy, its optimizer and the aggregated
+    dataset; rollouts on the shared RolloutPool."""
 
-    resume: continue from the run folder's checkpoint when there is one. extend: also continue
-    a run that had stopped early (its patience counter starts over).
-    """
-    from tqdm import tqdm
+    name = "dagger"
 
-    say = say or (lambda text: tqdm.write(text))
-    folder = RunFolder(run_dir)
-    folder.path.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(config.run.torch_threads)
-    state = start_state(config, folder, resume, extend, say, new=lambda: new_state(config),
-                        load=lambda path: load_checkpoint(path, config))
-    if state.early_stopping.stopped:
-        return state
-
-    with (open_session(config, folder, state, say) as session, sigterm_as_interrupt(),
-          RolloutPool(config.run.workers, config.run.ray_address) as pool):
-        run = _Run(config, folder, pool, session.train_specs, session.validation_links,
-                   session.writer, progress, say)
-        while state.iteration < config.run.iterations and not state.early_stopping.stopped:
-            _iteration(run, state)
-    return state
-
-
-@dataclass
-class _Run:
-    """What every iteration of one run uses, set up once by train()."""
-
-    config: TrainConfig
-    folder: RunFolder
-    pool: RolloutPool
-    train_specs: list[str]
-    validation_links: list[Any]
-    writer: Any  # TensorBoard's SummaryWriter on the run folder
-    progress: bool
-    say: Callable[[str], None]
-
-
-@dataclass
-class _Figures:
-    """One iteration's figures: its history entry, its TensorBoard scalars, its printed line."""
-
-    iteration: int
-    beta: float
-    learning_rate: float
-    loss: float = math.nan
-    agreement: float = math.nan  # on the held-out episodes
-    balanced_agreement: float = math.nan
-    rollout_agreement: float = math.nan  # the policy's own choices during the rollouts
-    scores: dict[str, float] = field(default_factory=dict)  # eval/ scalars; "score" the mean
-    env_steps: int = 0
-    rollout_s: float = 0.0
+    def __init__(self, config: TrainConfig) -> None:
+        super().__init__(config)
+        torch.manual_seed(config.run.seed)
+        self._policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
+        self.optimizer = make_optimizer(self._policy, config)
+        self.train_episodes: list[Episode] = []
+        self.holdout_episodes: list[Episode] = []
+        self._pool: RolloutPool | None = None
+        self._train_specs: list[str] = []
 
     @property
-    def steps_per_second(self) -> float:
-        return self.env_steps / self.rollout_s if self.rollout_s > 0 else 0.0
+    def policy(self) -> LstmPolicy:
+        return self._policy
 
+    @property
+    def dataset_size(self) -> int:
+        return sum(len(y) for _, y in self.train_episodes + self.holdout_episodes)
 
-def _iteration(run: _Run, state: DaggerState) -> None:
-    """Roll out, aggregate, retrain, validate; then keep the best policy and checkpoint."""
-    from tqdm import tqdm
+    @contextlib.contextmanager
+    def session(self, train_specs: Sequence[str]) -> Iterator[None]:
+        run = self.config.run
+        with RolloutPool(run.workers, run.ray_address) as pool:
+            self._pool, self._train_specs = pool, list(train_specs)
+            try:
+                yield
+            finally:
+                self._pool = None
 
-    config, d = run.config, run.config.dagger
-    k = state.iteration + 1
-    figures = _Figures(k, beta_for(k, d.beta0, d.beta_decay), learning_rate(config, k))
-    tasks = make_tasks(config, run.train_specs, k, state.policy if k > 1 else None)
-    with tqdm(total=len(tasks) + d.epochs + 1, desc=f"iteration {k}/{config.run.iterations}",
-              unit="stage", disable=not run.progress, leave=False) as bar:
-        bar.set_postfix_str(f"rollouts, beta={figures.beta:.3f}")
-        started = time.perf_counter()
-        results = run.pool.run(run_rollout, tasks, lambda _: bar.update())
-        figures.rollout_s = time.perf_counter() - started
-        _aggregate(run, state, figures, results)
+    def stages(self, iteration: int) -> int:
+        d = self.config.dagger
+        return math.ceil(d.rollouts_per_iteration / self.config.run.num_envs) + d.epochs
 
-        bar.set_postfix_str("training")
-        _learn(config, state, figures,
-               lambda value: (bar.update(), bar.set_postfix_str(f"loss={value:.4f}")))
+    def collect(self, iteration: int, progress: Progress) -> Rollouts:
+        """Rolls out the iteration's episodes, the expert acting with probability beta."""
+        assert self._pool is not None, "collect runs inside session()"
+        d = self.config.dagger
+        tasks = make_tasks(self.config, self._train_specs, iteration,
+                           self.policy if iteration > 1 else None)
+        progress.stage(f"rollouts, beta={beta_for(iteration, d.beta0, d.beta_decay):.3f}")
+        results = self._pool.run(run_rollout, tasks, lambda _: progress.advance())
+        return Rollouts(results, sum(r.env_steps for r in results))
 
-        bar.set_postfix_str("validation")
-        ev = config.eval
-        rows = validate_policy(state.policy, run.validation_links, ev.validation_length_s,
-                               ev.runs, config.run.seed)
-        figures.scores = summarize_rows(rows)
-        bar.update()
-    _record(run, state, figures)
+    def learn(self, iteration: int, rollouts: Rollouts, progress: Progress) -> Figures:
+        """Aggregates the episodes, retrains on the whole dataset, measures held-out
+        agreement."""
+        config, d = self.config, self.config.dagger
+        rollout_agreement = self._aggregate(iteration, rollouts.data)
+        progress.stage("training")
+        lr = learning_rate(config, iteration)
+        set_learning_rate(self.optimizer, lr)
+        weights = class_weights(self.train_episodes, self.policy.num_actions,
+                                d.class_weight_power) if d.class_weight_power > 0 else None
+        loss = train_epochs(
+            self.policy, self.optimizer, self.train_episodes, d.epochs, d.batch_size,
+            d.bptt_len, config.optimizer.grad_clip,
+            np.random.default_rng([config.run.seed, iteration, SHUFFLE_STREAM]), weights,
+            on_epoch=lambda value: progress.advance(f"loss={value:.4f}"))
+        agreed, balanced = agreement(self.policy, self.holdout_episodes or self.train_episodes)
+        beta = beta_for(iteration, d.beta0, d.beta_decay)
+        return Figures(
+            text=(f"loss {loss:.4f}  agreement {agreed:.3f} (balanced {balanced:.3f})  "
+                  f"beta {beta:.3f}  dataset {self.dataset_size} steps"),
+            scalars={"losses/loss": loss, "losses/learning_rate": lr,
+                     "dagger/expert_agreement": agreed, "dagger/balanced_agreement": balanced,
+                     "dagger/rollout_agreement": rollout_agreement, "dagger/beta": beta,
+                     "dagger/dataset_size": self.dataset_size,
+                     "dagger/episodes": len(self.train_episodes) + len(self.holdout_episodes)},
+            history={"loss": loss, "agreement": agreed, "balanced_agreement": balanced,
+                     "beta": beta},
+            watched={"agreement": agreed})
 
+    def _aggregate(self, iteration: int, results: Sequence[RolloutResult]) -> float:
+        """Adds the rollouts' episodes to the dataset, split into training and held-out ones;
+        the policy's agreement with the expert during the rollouts (NaN before it acts)."""
+        episodes = [e for r in results for e in r.episodes()]
+        rng = np.random.default_rng([self.config.run.seed, iteration, SPLIT_STREAM])
+        new_train, new_holdout = _split(episodes, self.config.dagger.holdout_fraction, rng)
+        self.train_episodes.extend(new_train)
+        self.holdout_episodes.extend(new_holdout)
+        chosen = sum(r.policy_steps for r in results)
+        return sum(r.policy_agreed for r in results) / chosen if chosen else math.nan
 
-def _aggregate(run: _Run, state: DaggerState, figures: _Figures,
-               results: Sequence[RolloutResult]) -> None:
-    """Adds the rollouts' episodes to the dataset, split into training and held-out ones."""
-    episodes = [e for r in results for e in r.episodes()]
-    figures.env_steps = sum(r.env_steps for r in results)
-    chosen = sum(r.policy_steps for r in results)
-    if chosen:
-        figures.rollout_agreement = sum(r.policy_agreed for r in results) / chosen
-    rng = np.random.default_rng([run.config.run.seed, figures.iteration, SPLIT_STREAM])
-    new_train, new_holdout = _split(episodes, run.config.dagger.holdout_fraction, rng)
-    state.train_episodes.extend(new_train)
-    state.holdout_episodes.extend(new_holdout)
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.policy.to_file_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "dataset": {"train": _episodes_to_tensors(self.train_episodes),
+                        "holdout": _episodes_to_tensors(self.holdout_episodes)},
+            # Rollouts, splits and shuffles draw from generators derived from (seed, iteration),
+            # so torch's generator (weight init) is the only state to carry.
+            "rng": {"torch": torch.get_rng_state()},
+        }
 
-
-def _learn(config: TrainConfig, state: DaggerState, figures: _Figures,
-           on_epoch: Callable[[float], object]) -> None:
-    """Retrains the policy on the whole dataset; measures held-out agreement."""
-    d = config.dagger
-    set_learning_rate(state.optimizer, figures.learning_rate)
-    weights = class_weights(state.train_episodes, state.policy.num_actions,
-                            d.class_weight_power) if d.class_weight_power > 0 else None
-    figures.loss = train_epochs(
-        state.policy, state.optimizer, state.train_episodes, d.epochs, d.batch_size, d.bptt_len,
-        config.optimizer.grad_clip,
-        np.random.default_rng([config.run.seed, figures.iteration, SHUFFLE_STREAM]), weights,
-        on_epoch=on_epoch)
-    figures.agreement, figures.balanced_agreement = agreement(
-        state.policy, state.holdout_episodes or state.train_episodes)
-
-
-def _record(run: _Run, state: DaggerState, figures: _Figures) -> None:
-    """Keeps the policy if it is the best so far, logs the iteration, writes the checkpoint."""
-    k, score = figures.iteration, figures.scores["score"]
-    state.iteration = k
-    state.env_steps += figures.env_steps
-    if state.early_stopping.update(k, score, agreement=figures.agreement):
-        state.policy.save(run.folder.policy)
-    state.history.append({"iteration": float(k), "loss": figures.loss,
-                          "agreement": figures.agreement,
-                          "balanced_agreement": figures.balanced_agreement, "score": score,
-                          "beta": figures.beta})
-    _log(run.writer, state, figures)
-    # The checkpoint comes last: once it exists, the iteration's events and policy.pt do too.
-    save_checkpoint(run.folder.checkpoint, state)
-
-    run.say(f"iteration {k}: loss {figures.loss:.4f}  agreement {figures.agreement:.3f} "
-            f"(balanced {figures.balanced_agreement:.3f})  score {score:.3f}  "
-            f"beta {figures.beta:.3f}  dataset {state.dataset_size} steps  "
-            f"SPS {figures.steps_per_second:.0f}"
-            + ("  (best)" if state.early_stopping.best_iteration == k else ""))
-    if state.early_stopping.stopped and k < run.config.run.iterations:
-        run.say(f"stopping early: no improvement for {run.config.dagger.patience} iterations")
-
-
-def _log(writer: Any, state: DaggerState, figures: _Figures) -> None:
-    k = figures.iteration
-    scalars = {"losses/loss": figures.loss, "losses/learning_rate": figures.learning_rate,
-               "dagger/expert_agreement": figures.agreement,
-               "dagger/balanced_agreement": figures.balanced_agreement,
-               "dagger/rollout_agreement": figures.rollout_agreement,
-               "dagger/beta": figures.beta, "dagger/dataset_size": state.dataset_size,
-               "dagger/episodes": len(state.train_episodes) + len(state.holdout_episodes),
-               "charts/SPS": figures.steps_per_second}
-    scalars.update({f"eval/{tag}": value for tag, value in figures.scores.items()})
-    scalars.update({f"eval/{tag}": value for tag, value in state.reference.items()})
-    for tag, value in scalars.items():
-        if not math.isnan(value):  # no rollout agreement before the policy first acts
-            writer.add_scalar(tag, value, k)
-    writer.flush()
+    def load_state_dict(self, data: dict[str, Any], where: str) -> None:
+        policy = LstmPolicy.from_file_dict(data["model"], where=where)
+        if policy.hidden_size != self.config.model.hidden_size:
+            raise UserError(f"{where}: the checkpoint's hidden_size {policy.hidden_size} "
+                            f"differs from the config's {self.config.model.hidden_size}")
+        self._policy = policy
+        self.optimizer = make_optimizer(policy, self.config)
+        self.optimizer.load_state_dict(data["optimizer"])
+        torch.set_rng_state(data["rng"]["torch"])
+        self.train_episodes = _episodes_from_tensors(data["dataset"]["train"])
+        self.holdout_episodes = _episodes_from_tensors(data["dataset"]["holdout"])

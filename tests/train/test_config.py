@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from importlib import resources
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import pytest
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
-from ccgym.train.config import (TrainConfig, load_config, load_packaged_config, parse_config,
+from ccgym.train.config import (SECTIONS, TrainConfig, describe_config, load_config,
+                                load_packaged_config, parse_assignment, parse_config,
                                 resolve_link_entries, resolve_train_links,
-                                resolve_validation_links, to_toml)
+                                resolve_validation_links, to_toml, with_overrides)
 
 
 # Every training config shipped in configs/train, so that a new one is checked too.
@@ -69,7 +71,7 @@ def test_unknown_key_names_file_section_key_and_valid_keys(tmp_path: Path) -> No
     message = str(e.value)
     assert str(path) in message and "[dagger]" in message and "'beta_decai'" in message
     assert "did you mean 'beta_decay'" in message
-    assert "bptt_len" in message and "patience" in message  # the valid keys are listed
+    assert "bptt_len" in message and "epochs" in message  # the valid keys are listed
 
 
 def test_unknown_section(tmp_path: Path) -> None:
@@ -94,7 +96,7 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
 @pytest.mark.parametrize("text, match", [
     ("[run]\nworkers = -1\n", r"\[run\] workers: must be 0 \(serial\) or more"),
     ("[dagger]\nbeta0 = 1.5\n", r"\[dagger\] beta0: must be in \[0, 1\]"),
-    ("[dagger]\nepisode_ms = 1005\n", r"\[dagger\] episode_ms: must be a multiple"),
+    ("[run]\nepisode_ms = 1005\n", r"\[run\] episode_ms: must be a multiple"),
     ("[dagger]\nbptt_len = 0\n", r"\[dagger\] bptt_len: must be positive"),
     ("[model]\nhead = \"gaussian\"\n", r"\[model\] head: must be one of classes, log_change"),
     ("[dagger]\nrandom_start = 1.5\n", r"\[dagger\] random_start: must be in \[0, 1\]"),
@@ -167,3 +169,77 @@ def test_training_links_fall_back_and_are_varied(tmp_path: Path, monkeypatch) ->
     assert sorted((_core.parse_link_spec(link.spec).delay_ms, _core.parse_link_spec(link.spec).queue)
                   for link in links) == [(5, "droptail:packets=6"), (5, "infinite"),
                                          (40, "droptail:packets=47"), (40, "infinite")]
+
+
+def test_a_moved_key_says_where_it_is_now(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"\[dagger\] num_envs: every trainer's num_envs is now "
+                                        r"\[run\] num_envs"):
+        load_config(write(tmp_path, "[dagger]\nnum_envs = 4\n"))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("dagger.epochs=8", ("dagger.epochs", 8)),
+    ("optimizer.lr = 0.5", ("optimizer.lr", 0.5)),
+    ("eval.oracle=false", ("eval.oracle", False)),
+    ('eval.baselines=["cubic", "bbr"]', ("eval.baselines", ["cubic", "bbr"])),
+    ("links.vary_delay_ms=[5, 20]", ("links.vary_delay_ms", [5, 20])),
+    ("run.name=quick-2", ("run.name", "quick-2")),  # a string needs no quotes
+    ("run.name=123", ("run.name", "123")),  # a string field keeps the text as written
+    ('run.name="x"', ("run.name", "x")),
+    ("links.train=cellular-generated", ("links.train", "cellular-generated")),
+])
+def test_set_reads_a_value_as_its_key_is_typed(text: str, expected: tuple) -> None:
+    assert parse_assignment(text) == expected
+
+
+@pytest.mark.parametrize("text, match", [
+    ("dagger.epochz=3", r"--set dagger.epochz=3: unknown key 'epochz' \(did you mean 'epochs'"),
+    ("dager.epochs=3", r"--set dager.epochs=3: unknown section 'dager'.*valid sections: run"),
+    ("run.iterations", r"give SECTION.KEY=VALUE"),
+    ("iterations=3", r"give SECTION.KEY=VALUE"),
+    ("run.iterations=two", r"\[run\] iterations must be an integer, got 'two'"),
+    ("ppo.episode_ms=500", r"every trainer's episode_ms is now run.episode_ms"),
+])
+def test_set_names_a_bad_key_or_value(text: str, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        parse_assignment(text)
+
+
+def test_an_override_is_checked_as_the_key_it_sets() -> None:
+    config = load_packaged_config("quick")
+    changed = with_overrides(config, **dict([parse_assignment("dagger.epochs=9")]))
+    assert changed.dagger.epochs == 9 and config.dagger.epochs == 4
+    with pytest.raises(UserError, match=r"command line: \[run\] iterations: must be an integer"):
+        with_overrides(config, **dict([parse_assignment("run.iterations=2.5")]))
+
+
+def test_a_run_uses_and_shows_only_its_own_trainers_section() -> None:
+    dagger = load_packaged_config("quick")
+    ppo = with_overrides(dagger, **{"algorithm.name": "ppo", "ppo.minibatch_size": 100})
+    assert "dagger" in dagger.used_sections() and "ppo" not in dagger.used_sections()
+    assert "ppo" in ppo.used_sections() and "dagger" not in ppo.used_sections()
+    for config, other in ((dagger, "ppo."), (ppo, "dagger.")):
+        keys = list(config.flat())
+        assert "run.num_envs" in keys and "eval.duration_s" in keys
+        assert not [key for key in keys if key.startswith(other)]
+
+
+def test_every_registered_trainer_is_a_trainer_with_known_sections() -> None:
+    from ccgym.train.registry import TRAINERS, trainer_class
+    from ccgym.train.trainer import Trainer
+
+    for name, registration in TRAINERS.items():
+        cls = trainer_class(name)
+        assert issubclass(cls, Trainer) and cls.name == name
+        assert set(registration.sections) <= set(SECTIONS)
+
+
+def test_the_config_reference_describes_every_key() -> None:
+    text = describe_config()
+    for name, section in SECTIONS.items():
+        assert f"\n[{name}]" in "\n" + text
+        for f in dataclasses.fields(section):
+            assert f.metadata.get("doc"), f"{name}.{f.name} has no description"
+            assert f"\n  {f.name} = " in text
+    assert '[ppo] (used when [algorithm] name = "ppo")' in text
+    assert "  episode_ms = 10000.0    (a number)" in text

@@ -13,8 +13,8 @@ from ccgym.cli import main
 from ccgym.emulators import _core
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
 from ccgym.policies.lstm import LstmPolicy, action_log_changes
-from ccgym.train.dagger import (IGNORE_LABEL, DaggerState, beta_for, imitation_loss,
-                                load_checkpoint, make_tasks, run_rollout, save_checkpoint, train)
+from ccgym.train.dagger import IGNORE_LABEL, beta_for, imitation_loss, make_tasks, run_rollout
+from ccgym.train.loop import RunState, load_checkpoint, save_checkpoint, train
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]
 VALIDATION_LINKS = ["name=held-out,rate_mbps=18,delay_ms=15"]
@@ -22,11 +22,11 @@ VALIDATION_LINKS = ["name=held-out,rate_mbps=18,delay_ms=15"]
 
 def tiny_doc(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
     doc = {
-        "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 3},
+        "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 3, "num_envs": 4,
+                "episode_ms": 3000.0, "patience": 10},
         "links": {"train": TRAIN_LINKS, "validation": VALIDATION_LINKS},
         "model": {"hidden_size": 16},
-        "dagger": {"rollouts_per_iteration": 8, "num_envs": 4, "episode_ms": 3000.0,
-                   "epochs": 6, "batch_size": 4, "bptt_len": 50, "patience": 10,
+        "dagger": {"rollouts_per_iteration": 8, "epochs": 6, "batch_size": 4, "bptt_len": 50,
                    "holdout_fraction": 0.25, "beta_decay": 0.5},
         "optimizer": {"lr": 0.01},
         "eval": {"duration_s": 2.0, "baselines": [], "oracle": False, "leaderboard": False},
@@ -55,7 +55,7 @@ def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -
     tasks = make_tasks(config, TRAIN_LINKS, 1, None)
     assert len(tasks) == 2 and tasks[0].seed + 4 == tasks[1].seed  # disjoint env seeds
     result = run_rollout(tasks[0])
-    steps = int(config.dagger.episode_ms / 10)
+    steps = int(config.run.episode_ms / 10)
     assert result.obs.shape[:2] == result.labels.shape == (4, steps)
     assert (result.lengths == steps).all() and result.env_steps == 4 * steps
     assert ((result.labels >= 0) & (result.labels < _core.NUM_ACTIONS)).all()
@@ -74,7 +74,7 @@ def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DaggerState]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunState]:
     run_dir = tmp_path_factory.mktemp("dagger") / "run"
     # With the reference lines: the oracle and one baseline on the validation link. Ten
     # epochs: the expert's labels while the growth ceiling holds the window take more to learn.
@@ -83,7 +83,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DaggerState
     return run_dir, state
 
 
-def test_dagger_reaches_high_expert_agreement(trained: tuple[Path, DaggerState]) -> None:
+def test_dagger_reaches_high_expert_agreement(trained: tuple[Path, RunState]) -> None:
     from ccgym.analysis.evaluate import run_scheme
     from ccgym.emulators.links import link_from_spec
 
@@ -97,11 +97,11 @@ def test_dagger_reaches_high_expert_agreement(trained: tuple[Path, DaggerState])
     [hold] = run_scheme(link_from_spec(VALIDATION_LINKS[0]), "fixed:10", [3], 2000.0)
     assert last["score"] > hold.metrics.score + 1.0, (last, hold.metrics.score)
     # The dataset aggregates: 8 episodes of 300 steps per iteration.
-    assert state.dataset_size == 3 * 8 * 300
+    assert state.trainer.dataset_size == 3 * 8 * 300
     assert (run_dir / "policy.pt").is_file() and (run_dir / "checkpoint.pt").is_file()
 
 
-def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerState]) -> None:
+def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, RunState]) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir, state = trained
@@ -127,7 +127,7 @@ def test_tensorboard_events_hold_the_expected_tags(trained: tuple[Path, DaggerSt
     assert "hyperparameters/text_summary" in events.Tags()["tensors"]
 
 
-def test_checkpoint_round_trip(trained: tuple[Path, DaggerState], tmp_path: Path) -> None:
+def test_checkpoint_round_trip(trained: tuple[Path, RunState], tmp_path: Path) -> None:
     run_dir, state = trained
     config = tiny_config()
     loaded = load_checkpoint(run_dir / "checkpoint.pt", config)
@@ -136,14 +136,15 @@ def test_checkpoint_round_trip(trained: tuple[Path, DaggerState], tmp_path: Path
     again = load_checkpoint(path, config)
     for a, b in ((state, loaded), (loaded, again)):
         assert a.iteration == b.iteration and a.history == b.history
-        assert a.early_stopping == b.early_stopping
-        for (pa, pb) in zip(a.policy.state_dict().values(), b.policy.state_dict().values()):
+        assert a.early_stopping == b.early_stopping and a.reference == b.reference
+        ta, tb = a.trainer, b.trainer
+        for (pa, pb) in zip(ta.policy.state_dict().values(), tb.policy.state_dict().values()):
             torch.testing.assert_close(pa, pb, rtol=0, atol=0)
-        assert len(a.train_episodes) == len(b.train_episodes)
-        for (oa, ya), (ob, yb) in zip(a.train_episodes, b.train_episodes):
+        assert len(ta.train_episodes) == len(tb.train_episodes)
+        for (oa, ya), (ob, yb) in zip(ta.train_episodes, tb.train_episodes):
             np.testing.assert_array_equal(oa, ob)
             np.testing.assert_array_equal(ya, yb)
-        assert a.optimizer.state_dict()["state"].keys() == b.optimizer.state_dict()["state"].keys()
+        assert ta.optimizer.state_dict()["state"].keys() == tb.optimizer.state_dict()["state"].keys()
 
 
 def tiny_toml(tmp_path: Path, **sections: dict[str, Any]) -> Path:
@@ -175,14 +176,14 @@ def test_resume_continues_after_the_last_finished_iteration(tmp_path: Path,
     resumed = load_checkpoint(run_dir / "checkpoint.pt", config)
     assert resumed.iteration == 3
     assert resumed.history[:2] == first.history  # iterations 1-2 were not run again
-    assert resumed.dataset_size == 3 * 8 * 300
-    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
+    assert resumed.trainer.dataset_size == 3 * 8 * 300
+    assert resumed.trainer.optimizer.param_groups[0]["lr"] == pytest.approx(0.0025)
 
     # The resumed run equals an uninterrupted one: all randomness derives from (seed, iteration).
     straight = train(parse_config(tiny_doc(**sections)), tmp_path / "straight",
                      progress=False, say=quiet)
-    for pa, pb in zip(resumed.policy.state_dict().values(),
-                      straight.policy.state_dict().values()):
+    for pa, pb in zip(resumed.trainer.policy.state_dict().values(),
+                      straight.trainer.policy.state_dict().values()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
 
     # TensorBoard: each iteration's scalars appear once across the two event files.
@@ -226,8 +227,8 @@ def test_cli_seed_overrides_the_config(tmp_path: Path) -> None:
     # A different seed is a different run: other rollouts, other weights.
     first, second = (load_checkpoint(runs[s] / "checkpoint.pt",
                                      load_config(runs[s] / "config.toml")) for s in (3, 5))
-    assert any(not torch.equal(a, b) for a, b in zip(first.policy.state_dict().values(),
-                                                     second.policy.state_dict().values()))
+    weights = [state.trainer.policy.state_dict().values() for state in (first, second)]
+    assert any(not torch.equal(a, b) for a, b in zip(*weights))
 
 
 def test_ray_rollouts(tmp_path: Path) -> None:
@@ -235,8 +236,8 @@ def test_ray_rollouts(tmp_path: Path) -> None:
     trainer started it, and left running if it was already up (someone else's)."""
     import ray
 
-    config = tiny_config(run={"workers": 1, "iterations": 1},
-                         dagger={"episode_ms": 1000.0, "epochs": 1})
+    config = tiny_config(run={"workers": 1, "iterations": 1, "episode_ms": 1000.0},
+                         dagger={"epochs": 1})
     was_running = ray.is_initialized()
     try:
         state = train(config, tmp_path / "ray", progress=False, say=quiet)
@@ -245,7 +246,7 @@ def test_ray_rollouts(tmp_path: Path) -> None:
         if running and not was_running:  # the test's own guard; train() must have done it
             ray.shutdown()
     assert running == was_running
-    assert state.iteration == 1 and state.dataset_size == 8 * 100
+    assert state.iteration == 1 and state.trainer.dataset_size == 8 * 100
 
 
 def test_final_leaderboard_has_each_link_and_a_summary(tmp_path: Path) -> None:
@@ -284,7 +285,7 @@ def test_dagger_with_the_log_change_head_learns_the_expert(tmp_path: Path) -> No
 
     config = tiny_config(model={"head": "log_change"}, dagger={"epochs": 10})
     state = train(config, tmp_path / "run", progress=False, say=quiet)
-    assert state.policy.head_kind == "log_change"
+    assert state.trainer.policy.head_kind == "log_change"
     assert LstmPolicy.load(tmp_path / "run" / "policy.pt").head_kind == "log_change"
     losses = [row["loss"] for row in state.history]
     assert losses[-1] < losses[0], state.history

@@ -14,8 +14,9 @@ from ccgym.cli import main
 from ccgym.deploy.export import max_difference, recorded_observations
 from ccgym.emulators import _core
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.train import dagger, ppo
+from ccgym.train import ppo
 from ccgym.train.config import TrainConfig, parse_config, to_toml
+from ccgym.train.loop import RunState, train
 from ccgym.train.pool import RolloutPool
 from ccgym.train.ppo_module import LOGIT_RANGE
 
@@ -27,12 +28,12 @@ TINY_LINK = "rate_mbps=3,delay_ms=20,queue=droptail:packets=10"
 
 def ppo_doc(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
     doc = {
-        "run": {"name": "tiny-ppo", "seed": 3, "workers": 0, "iterations": 3},
+        "run": {"name": "tiny-ppo", "seed": 3, "workers": 0, "iterations": 3, "num_envs": 8,
+                "episode_ms": 2000.0, "patience": 100},
         "links": {"train": [TINY_LINK], "validation": [f"name=held-out,{TINY_LINK}"]},
         "model": {"hidden_size": 16},
         "algorithm": {"name": "ppo"},
-        "ppo": {"num_envs": 8, "episode_ms": 2000.0, "minibatch_size": 400, "num_epochs": 8,
-                "entropy_coeff": 0.0, "gamma": 0.9, "patience": 100},
+        "ppo": {"minibatch_size": 400, "num_epochs": 8, "entropy_coeff": 0.0, "gamma": 0.9},
         "optimizer": {"lr": 0.01},
         "eval": {"duration_s": 2.0, "baselines": [], "oracle": False, "leaderboard": False},
     }
@@ -57,12 +58,12 @@ def ray_instance():
 
 
 @pytest.fixture(scope="module")
-def learned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ppo.PpoState]:
+def learned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunState]:
     run_dir = tmp_path_factory.mktemp("ppo") / "run"
-    return run_dir, ppo.train(ppo_config(), run_dir, progress=False, say=quiet)
+    return run_dir, train(ppo_config(), run_dir, progress=False, say=quiet)
 
 
-def test_ppo_improves_the_return_of_a_tiny_link(learned: tuple[Path, ppo.PpoState]) -> None:
+def test_ppo_improves_the_return_of_a_tiny_link(learned: tuple[Path, RunState]) -> None:
     run_dir, state = learned
     returns = [h["episode_return"] for h in state.history]
     assert state.iteration == 3 and len(returns) == 3
@@ -73,7 +74,7 @@ def test_ppo_improves_the_return_of_a_tiny_link(learned: tuple[Path, ppo.PpoStat
     assert (run_dir / "policy.pt").is_file() and (run_dir / "checkpoint.pt").is_file()
 
 
-def test_tensorboard_has_the_ppo_tags(learned: tuple[Path, ppo.PpoState]) -> None:
+def test_tensorboard_has_the_ppo_tags(learned: tuple[Path, RunState]) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir, _ = learned
@@ -88,7 +89,7 @@ def test_tensorboard_has_the_ppo_tags(learned: tuple[Path, ppo.PpoState]) -> Non
     assert "hyperparameters/text_summary" in events.Tags()["tensors"]
 
 
-def test_export_of_a_ppo_policy_matches_pytorch(learned: tuple[Path, ppo.PpoState],
+def test_export_of_a_ppo_policy_matches_pytorch(learned: tuple[Path, RunState],
                                                  tmp_path: Path) -> None:
     run_dir, _ = learned
     out = tmp_path / "policy.onnx"
@@ -100,17 +101,17 @@ def test_export_of_a_ppo_policy_matches_pytorch(learned: tuple[Path, ppo.PpoStat
 
 def _learner_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
     data = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    return data["learner"]["rl_module"]["default_policy"]
+    return data["trainer"]["learner"]["rl_module"]["default_policy"]
 
 
 def test_resume_continues_exactly(tmp_path: Path) -> None:
-    small = {"run": {"iterations": 2},
-             "ppo": {"num_envs": 4, "episode_ms": 500.0, "minibatch_size": 100}}
-    straight = ppo.train(ppo_config(**small), tmp_path / "straight", progress=False, say=quiet)
-    first = ppo_config(**{**small, "run": {"iterations": 1}})
-    ppo.train(first, tmp_path / "resumed", progress=False, say=quiet)
-    resumed = ppo.train(ppo_config(**small), tmp_path / "resumed", resume=True,
-                        progress=False, say=quiet)
+    small = {"run": {"iterations": 2, "num_envs": 4, "episode_ms": 500.0},
+             "ppo": {"minibatch_size": 100}}
+    straight = train(ppo_config(**small), tmp_path / "straight", progress=False, say=quiet)
+    first = ppo_config(**{**small, "run": {**small["run"], "iterations": 1}})
+    train(first, tmp_path / "resumed", progress=False, say=quiet)
+    resumed = train(ppo_config(**small), tmp_path / "resumed", resume=True,
+                    progress=False, say=quiet)
     assert resumed.iteration == straight.iteration == 2
     assert resumed.history == straight.history  # returns, losses, scores of both iterations
     a = _learner_weights(tmp_path / "straight" / "checkpoint.pt")
@@ -124,15 +125,15 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
 
 def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
     dagger_doc = {
-        "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1},
+        "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1, "num_envs": 2,
+                "episode_ms": 500.0},
         "links": {"train": [TINY_LINK], "validation": [TINY_LINK]},
         "model": {"hidden_size": 16},
-        "dagger": {"rollouts_per_iteration": 2, "num_envs": 2, "episode_ms": 500.0,
-                   "epochs": 1},
+        "dagger": {"rollouts_per_iteration": 2, "epochs": 1},
         "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
     }
     dagger_run = tmp_path / "dagger"
-    dagger.train(parse_config(dagger_doc, "dagger"), dagger_run, progress=False, say=quiet)
+    train(parse_config(dagger_doc, "dagger"), dagger_run, progress=False, say=quiet)
     expected = LstmPolicy.load(dagger_run / "policy.pt").state_dict()
 
     # One env runner as a Ray actor: the weights must reach it too, not only the learner.
@@ -164,8 +165,8 @@ def test_config_errors_name_the_key() -> None:
         parse_config(ppo_doc(algorithm={"name": "a2c"}), "c")
     with pytest.raises(Exception, match=r"\[ppo\].*unknown key 'gama'.*valid keys"):
         parse_config(ppo_doc(ppo={"gama": 0.9}), "c")
-    with pytest.raises(Exception, match=r"\[ppo\] episode_ms: must be a multiple"):
-        parse_config(ppo_doc(ppo={"episode_ms": 1005.0}), "c")
+    with pytest.raises(Exception, match=r"\[run\] episode_ms: must be a multiple"):
+        parse_config(ppo_doc(run={"episode_ms": 1005.0}), "c")
     with pytest.raises(Exception, match=r"\[ppo\] minibatch_size: must be at most .* 1600 steps"):
         parse_config(ppo_doc(ppo={"minibatch_size": 1601}), "c")
     with pytest.raises(Exception, match=r"\[optimizer\] lr_decay"):

@@ -22,12 +22,13 @@ from processes import alive, descendants
 
 CLI = [sys.executable, "-m", "ccgym.cli"]
 TINY = {
-    "run": {"name": "tiny", "seed": 3, "workers": 2, "iterations": 2},
+    "run": {"name": "tiny", "seed": 3, "workers": 2, "iterations": 2, "num_envs": 2,
+            "episode_ms": 1000.0},
     "links": {"train": ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"],
               "validation": ["name=held-out,rate_mbps=18,delay_ms=15"]},
     "model": {"hidden_size": 8},
-    "dagger": {"rollouts_per_iteration": 4, "num_envs": 2, "episode_ms": 1000.0, "epochs": 1,
-               "batch_size": 4, "holdout_fraction": 0.25},
+    "dagger": {"rollouts_per_iteration": 4, "epochs": 1, "batch_size": 4,
+               "holdout_fraction": 0.25},
     "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
 }
 
@@ -92,8 +93,8 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path: Path
     assert took < 60  # Ray alone retried for minutes; the check is a 5 s connect
 
 
-TINY_PPO = {**TINY, "algorithm": {"name": "ppo"},
-            "ppo": {"num_envs": 4, "episode_ms": 500.0, "minibatch_size": 100}}
+TINY_PPO = {**TINY, "run": {**TINY["run"], "num_envs": 4, "episode_ms": 500.0},
+            "algorithm": {"name": "ppo"}, "ppo": {"minibatch_size": 100}}
 
 
 @pytest.mark.parametrize("doc", [TINY, TINY_PPO], ids=["dagger", "ppo"])
@@ -176,8 +177,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_training_joins_a_real_cluster(ray_cluster: str, tmp_path: Path) -> None:
-    from ccgym.train.dagger import load_checkpoint
     from ccgym.train.config import load_config
+    from ccgym.train.loop import load_checkpoint
 
     config = tmp_path / "tiny.toml"
     config.write_text(to_toml(parse_config(TINY)))
@@ -189,4 +190,4 @@ def test_training_joins_a_real_cluster(ray_cluster: str, tmp_path: Path) -> None
     [run_dir] = out.iterdir()
     state = load_checkpoint(run_dir / "checkpoint.pt", load_config(run_dir / "config.toml"))
     assert state.iteration == 2
-    assert state.dataset_size == 2 * 4 * 100  # every rollout came back from the cluster
+    assert state.trainer.dataset_size == 2 * 4 * 100  # every rollout came back from the cluster

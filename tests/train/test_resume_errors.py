@@ -12,12 +12,13 @@ from ccgym.cli import main
 from ccgym.train.config import parse_config, to_toml
 
 ONE_ITERATION = {
-    "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1},
+    "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1, "num_envs": 4,
+            "episode_ms": 1000.0},
     "links": {"train": ["rate_mbps=12,delay_ms=20"],
               "validation": ["name=held-out,rate_mbps=18,delay_ms=15"]},
     "model": {"hidden_size": 8},
-    "dagger": {"rollouts_per_iteration": 4, "num_envs": 4, "episode_ms": 1000.0, "epochs": 1,
-               "batch_size": 4, "holdout_fraction": 0.25},
+    "dagger": {"rollouts_per_iteration": 4, "epochs": 1, "batch_size": 4,
+               "holdout_fraction": 0.25},
     "eval": {"duration_s": 1.0, "baselines": [], "oracle": False, "leaderboard": False},
 }
 
