@@ -40,6 +40,10 @@ SchemeEntry bbr_scheme();
 SchemeEntry copa_scheme();
 SchemeEntry verus_scheme();
 SchemeEntry sprout_scheme();
+SchemeEntry ledbat_scheme();
+SchemeEntry c2tcp_scheme();
+SchemeEntry vivace_scheme();
+SchemeEntry bbr3_scheme();
 
 // Every scheme make_controller() knows, in catalog order (external last).
 const std::vector<SchemeEntry>& all_schemes();
