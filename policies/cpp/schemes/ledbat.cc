@@ -6,8 +6,8 @@
 // that a route change is forgotten after minutes. On each ACK the window moves
 // by gain x off_target / cwnd, off_target = (target - queueing delay) / target:
 // at most one packet per RTT up (never faster than Reno), faster down the
-// further the queue is above target. The window never exceeds what is in flight
-// plus 1 (ALLOWED_INCREASE) and never falls below 2 (MIN_CWND). A loss event
+// further the queue is above target. The window never exceeds what was in flight
+// at the latest send plus 1 (ALLOWED_INCREASE) and never falls below 2 (MIN_CWND). A loss event
 // halves the window (once per RTT); a timeout sets it to 1.
 // Window-based and unpaced, as the RFC specifies. No slow start: the RFC lets an
 // implementation start at up to 2 packets and ramp no faster than TCP.
@@ -39,10 +39,12 @@ class Ledbat final : public Controller {
   void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override {
     loss_.on_sent(seq);
     next_seq_ = std::max(next_seq_, seq + 1);
+    used_ = static_cast<double>(next_seq_ - std::min(next_seq_, acked_through_));
   }
   void on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) override {
     // send_ms, ack_ms: sender clock; recv_ms: receiver clock.
     rtt_.add(ack_ms - send_ms);
+    acked_through_ = std::max(acked_through_, seq + 1);
     add_delay(recv_ms - send_ms, ack_ms);
     if (loss_.on_ack(seq)) {
       cwnd_ = std::max(cwnd_ / 2, kMinCwnd);
@@ -51,9 +53,9 @@ class Ledbat final : public Controller {
     const double queue_ms = std::max(filtered_delay() - base_delay(), 0.0);
     const double off_target = (target_ms_ - queue_ms) / target_ms_;
     cwnd_ += gain_ * off_target / cwnd_;
-    // In flight before this ACK, as the RFC's flightsize.
-    const double flight = static_cast<double>(next_seq_ - std::min(next_seq_, seq));
-    cwnd_ = clamp_window(std::clamp(cwnd_, kMinCwnd, flight + kAllowedIncrease));
+    // The RFC's flightsize: what the sender had in flight when it last sent, so that an
+    // unused window does not grow, but a burst of ACKs between two sends does not shrink it.
+    cwnd_ = clamp_window(std::clamp(cwnd_, kMinCwnd, std::max(used_, kMinCwnd) + kAllowedIncrease));
   }
   double timeout_ms() override { return rtt_.rto(); }
   void on_timeout(double /*now_ms: sender clock*/) override {
@@ -90,6 +92,8 @@ class Ledbat final : public Controller {
   std::size_t base_history_;
   double cwnd_ = kInitialCwnd;
   uint64_t next_seq_ = 0;
+  uint64_t acked_through_ = 0;  // 1 + the highest seq acknowledged
+  double used_ = 0;             // in flight just after the latest send
   std::array<double, kMaxBaseHistory> base_{};  // one-way delay minima per minute, a ring
   std::size_t base_next_ = 0;
   int64_t last_minute_ = std::numeric_limits<int64_t>::min();
