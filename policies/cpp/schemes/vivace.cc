@@ -1,7 +1,7 @@
 // vivace: PCC Vivace (Dong et al., NSDI 2018), rate control by online learning.
-// Time is cut into monitor intervals (MIs) of one smoothed RTT, each sent at one
-// rate; when every packet of an MI is acknowledged or known lost, the MI's
-// utility is
+// Time is cut into monitor intervals (MIs) of one smoothed RTT (and at least 20
+// packets), each sent at one rate; when every packet of an MI is acknowledged or
+// known lost, the MI's utility is
 //   u(x) = x^exponent - latency_coef * x * dRTT/dT - loss_coef * x * L
 // with x its sending rate (Mbit/s), dRTT/dT the slope of RTT over send time
 // within the MI (a least-squares fit) and L its loss rate. Defaults are the
@@ -37,7 +37,8 @@ constexpr double kGradientNoise = 0.02;  // dRTT/dT below this counts 0
 constexpr double kMinChangeBound = 0.05;  // omega_0
 constexpr double kChangeBoundStep = 0.1;  // delta
 constexpr double kMinRate = 0.1 / kMbpsPerPacketPerMs;  // a floor (0.1 Mbit/s), packets per ms
-constexpr double kMinMiMs = 10;           // an MI lasts at least this long
+constexpr double kMinMiMs = 10;           // an MI lasts at least this long,
+constexpr double kMinMiPackets = 20;      // and long enough for this many (the authors')
 constexpr int kTrialMis = 4;              // two pairs
 
 struct VivaceParams {
@@ -131,7 +132,7 @@ class Vivace final : public Controller {
     current_ = MonitorInterval{};
     current_.first_seq = current_.last_seq = seq;
     current_.start_ms = now_ms;
-    current_.end_ms = now_ms + std::max(rtt_.srtt(), kMinMiMs);
+    current_.end_ms = now_ms + std::max({rtt_.srtt(), kMinMiMs, kMinMiPackets / rate_});
     current_.generation = generation_;
     if (starting_) {
       if (have_start_mi_) rate_ *= 2;
