@@ -758,6 +758,70 @@ TEST(SchemeSprout, KeepsDelayBoundedOnASteadyLink) {
   EXPECT_LT(path.mean_queue_delay_ms(), 100);
 }
 
+TEST(SchemeLedbat, GrowsAtZeroQueueShrinksAboveTargetAndKeepsItsWindowThroughAnAckBurst) {
+  auto cc = make_controller("ledbat");
+  Driver d(*cc);
+  // No queue (every RTT 40 ms): about one packet per RTT, the RFC's GAIN 1.
+  double w = cc->window_size();
+  for (int rtt = 0; rtt < 20; ++rtt) {
+    const int n = static_cast<int>(std::ceil(w));  // the sender sends while in flight < window
+    const uint64_t s = d.send(n, 40.0 * rtt);
+    d.ack_range(s, s + n, 40.0 * rtt + 40, 40.0 * rtt + 40);  // all at once: a burst
+    EXPECT_GE(cc->window_size(), w);  // a burst of ACKs between two sends never shrinks it
+    w = cc->window_size();
+  }
+  EXPECT_NEAR(w, 2 + 20, 2);
+  // A 300 ms one-way queue (off_target -2): -2/cwnd per ACK, once the filter (the minimum
+  // of the last 4 delays) has forgotten the empty queue: 3 ACKs of +1/cwnd first.
+  const int n = static_cast<int>(std::ceil(w));
+  const uint64_t s = d.send(n, 1000);
+  for (int i = 0; i < n; ++i) cc->on_ack(s + i, 1000, 1000 + 20 + 300, 1000 + 340);
+  EXPECT_NEAR(cc->window_size(), w + (3 - 2.0 * (n - 3)) / w, 0.1);
+}
+
+TEST(SchemeC2tcp, DropsToOneAfterAWholeIntervalAboveItsTarget) {
+  auto cc = make_controller("c2tcp");
+  Driver d(*cc);
+  const uint64_t s = d.send(10, 0);
+  d.ack_range(s, s + 10, 40, 45);  // min RTT 40: target 80 ms, interval 40 ms
+  const double before = cc->window_size();
+  EXPECT_GT(before, 10);
+  // RTTs of 100 ms: the first one above the target starts the interval, and one 40 ms
+  // later the window goes to 1.
+  const uint64_t t = d.send(4, 50);
+  cc->on_ack(t, 50, 100, 150);
+  EXPECT_GT(cc->window_size(), 1);
+  cc->on_ack(t + 1, 50, 100, 170);
+  EXPECT_GT(cc->window_size(), 1);
+  cc->on_ack(t + 2, 100, 150, 200);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+TEST(SchemeVivace, PacesAndFillsAConstantLink) {
+  auto cc = make_controller("vivace", 3);
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(10000);
+  path.measure_from(10000);
+  path.run_until(30000);
+  EXPECT_GT(cc->pacing_rate_mbps(), 0);
+  EXPECT_GT(path.utilization(), 0.9);
+  EXPECT_LT(path.mean_queue_delay_ms(), 10);
+}
+
+TEST(SchemeBbr3, LearnsAnInflightBoundFromLossBehindAShallowBuffer) {
+  FakeLinkConfig link;
+  link.queue_packets = 8;  // a fifth of the 40-packet BDP
+  auto v1 = make_controller("bbr");
+  auto v3 = make_controller("bbr3");
+  FakePath p1(*v1, link);
+  FakePath p3(*v3, link);
+  p1.run_until(30000);
+  p3.run_until(30000);
+  EXPECT_GT(p3.utilization(), 0.85);
+  EXPECT_LT(static_cast<double>(p3.dropped()) / static_cast<double>(p3.sent()),
+            0.5 * static_cast<double>(p1.dropped()) / static_cast<double>(p1.sent()));
+}
+
 // ---------------------------------------------------------------------------
 // Robustness and determinism, for every scheme.
 
