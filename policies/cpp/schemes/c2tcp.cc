@@ -7,12 +7,19 @@
 // timer expires, the window drops to 1 with ssthresh kept (slow start climbs back
 // within a few RTTs) and the next check comes interval / sqrt(n) later, n counting
 // the drops since the last good condition: CoDel's control law applied at the
-// sender. Between drops CUBIC does what it always does.
+// sender. Between drops CUBIC does what it always does, with HyStart's delay test
+// ending its first slow start as in the Linux CUBIC under the authors' C2TCP (ours
+// leaves HyStart out): without it ssthresh stays unbounded until a loss, and each
+// drop to 1 slow-starts far past the target again.
 // Window-based and unpaced, as CUBIC.
 #include "policies/cpp/schemes/cubic.hh"
 
 namespace ccgym::schemes {
 namespace {
+
+constexpr double kHystartMinEtaMs = 4;
+constexpr double kHystartMaxEtaMs = 16;
+constexpr double kHystartLowWindow = 16;  // HyStart acts from this window (packets) on
 
 class C2tcp final : public Controller {
  public:
@@ -30,6 +37,12 @@ class C2tcp final : public Controller {
     min_rtt_ms_ = std::min(min_rtt_ms_, rtt_ms);
     const double target_ms = alpha_ * min_rtt_ms_;
     const double interval_ms = min_rtt_ms_;
+    // HyStart's delay test, as Linux's CUBIC under the authors' C2TCP has it: an RTT
+    // above the minimum by min_rtt/8 (4 to 16 ms) ends the first slow start.
+    const double eta_ms = std::clamp(min_rtt_ms_ / 8, kHystartMinEtaMs, kHystartMaxEtaMs);
+    if (cubic_.window_size() >= kHystartLowWindow && rtt_ms > min_rtt_ms_ + eta_ms) {
+      cubic_.end_first_slow_start();
+    }
     if (rtt_ms < target_ms) {
       above_ = false;
       drops_ = 1;

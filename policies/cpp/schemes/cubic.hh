@@ -48,6 +48,11 @@ class Cubic final : public Controller {
     cwnd_ = 1;
     in_epoch_ = false;
   }
+  // Leaves the first slow start at the current window, as HyStart's delay test does
+  // in Linux's CUBIC (which C2TCP was built on, and this CUBIC leaves out).
+  void end_first_slow_start() {
+    if (!std::isfinite(ssthresh_)) ssthresh_ = std::max(cwnd_, 2.0);
+  }
 
  private:
   void on_loss() {
