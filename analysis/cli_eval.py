@@ -17,8 +17,9 @@ import argparse
 from ccgym import flags
 from ccgym.emulators.links import add_link_arguments
 from ccgym.errors import UserError
+from ccgym.policies.schemes import baseline_schemes
 
-DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
+DEFAULT_SCHEMES = ",".join(baseline_schemes())  # every classic scheme, as `ccgym schemes` lists
 # Flows sharing one bottleneck: beyond this a table of shares says little and a run is slow.
 MAX_FLOWS = 64
 

@@ -18,6 +18,7 @@ class Ring {
   T& front() { assert(count_ > 0); return items_[head_]; }
   const T& back() const { assert(count_ > 0); return items_[(head_ + count_ - 1) & mask()]; }
   const T& operator[](std::size_t i) const { return items_[(head_ + i) & mask()]; }
+  T& operator[](std::size_t i) { return items_[(head_ + i) & mask()]; }
 
   void push_back(const T& item) {
     if (count_ == items_.size()) grow();

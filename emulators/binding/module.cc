@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -147,12 +148,25 @@ NB_MODULE(_core, m) {
       d["name"] = info.name;
       d["summary"] = info.summary;
       nb::list params;
-      for (const auto& p : info.params) params.append(nb::make_tuple(p.name, p.value, p.help));
+      for (const auto& p : info.params) {
+        nb::dict param;
+        param["name"] = p.name;
+        param["default"] = p.value;
+        param["help"] = p.help;
+        param["range"] = p.range.to_string();
+        // None for an unbounded end, so that the catalog is valid JSON.
+        param["min"] = std::isfinite(p.range.lo) ? nb::cast(p.range.lo) : nb::none();
+        param["max"] = std::isfinite(p.range.hi) ? nb::cast(p.range.hi) : nb::none();
+        param["min_open"] = p.range.lo_open;
+        param["max_open"] = p.range.hi_open;
+        params.append(param);
+      }
       d["params"] = params;
       out.append(d);
     }
     return out;
-  });
+  }, "Every scheme make_controller() knows, in catalog order (external last): dicts with\n"
+     "name, summary and params (name, default, help, range, min, max, min_open, max_open).");
   m.def("validate_scheme", [](const std::string& spec) { (void)make_controller(spec, 1); },
         "spec"_a, "Raises ValueError if the scheme or a parameter is unknown.");
 

@@ -37,11 +37,27 @@ class Controller {
   virtual std::string name() const = 0;
 };
 
-// A scheme parameter: name, default and meaning, for --help and error messages.
+// The values a scheme parameter accepts: lo..hi, each end open or closed, an
+// infinite end unbounded. Declared once in the catalog: the factory checks every
+// parameter against it and `ccgym schemes` prints it.
+struct ParamRange {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+
+  bool contains(double value) const;
+  // "> 0", ">= 1", "in (0, 1)", "in [1, 20000]", "any number".
+  std::string to_string() const;
+};
+
+// A scheme parameter: name, default, meaning and valid range, for --help, `ccgym
+// schemes` and error messages.
 struct SchemeParam {
   std::string name;
   double value;
   std::string help;
+  ParamRange range;
 };
 
 struct SchemeInfo {

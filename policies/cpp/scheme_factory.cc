@@ -1,26 +1,67 @@
 // make_controller() and scheme_catalog(): the one parser of scheme specs
 // ("name", "name:value", "name:key=value:key=value"), used by the simulator, the
 // UDP sender and, through the binding, every Python verb.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The shortest text that reads back as the same double: "0.5", "20000", "1e-06".
+std::string format_number(double value) {
+  char buf[32];
+  // At least as many digits as the integer part has, so that 20000 is not "2e+04".
+  const double magnitude = std::abs(value);
+  const int whole_digits = magnitude >= 1 ? static_cast<int>(std::log10(magnitude)) + 1 : 1;
+  for (int digits = std::min(whole_digits, 17); digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+bool ParamRange::contains(double value) const {
+  const bool lo_ok = lo_open ? value > lo : value >= lo;
+  const bool hi_ok = hi_open ? value < hi : value <= hi;
+  return lo_ok && hi_ok;
+}
+
+std::string ParamRange::to_string() const {
+  const bool has_lo = std::isfinite(lo);
+  const bool has_hi = std::isfinite(hi);
+  if (has_lo && has_hi) {
+    return std::string("in ") + (lo_open ? "(" : "[") + format_number(lo) + ", " +
+           format_number(hi) + (hi_open ? ")" : "]");
+  }
+  if (has_lo) return (lo_open ? "> " : ">= ") + format_number(lo);
+  if (has_hi) return (hi_open ? "< " : "<= ") + format_number(hi);
+  return "any number";
+}
+
 namespace schemes {
 namespace {
 
 std::unique_ptr<Controller> make_external(const Params& params, uint64_t) {
-  const double window = param(params, "window");
-  check_window_param("external", "window", window);
-  return std::make_unique<ExternalWindow>(window);
+  return std::make_unique<ExternalWindow>(param(params, "window"));
 }
 
 SchemeEntry external_scheme() {
   return {{"external",
-           "window set from outside: the learned policy, the oracle or Python drive it",
-           {{"window", 10, "initial window (packets) until the first set_window()"}}},
+           "the learned flow's slot, not a baseline: its window is set from outside (the LSTM "
+           "policy, the oracle, Python)",
+           {{"window", 10, "initial window (packets) until the first set_window()",
+             window_range()}}},
           &make_external};
 }
 
@@ -66,9 +107,9 @@ double parse_number(const std::string& scheme, const std::string& key, const std
 
 const std::vector<SchemeEntry>& all_schemes() {
   static const std::vector<SchemeEntry> entries = {
-      fixed_scheme(), aimd_scheme(), delay_scheme(), ewma_scheme(),  vegas_scheme(),
-      cubic_scheme(), bbr_scheme(),  copa_scheme(),  verus_scheme(), sprout_scheme(),
-      external_scheme()};
+      fixed_scheme(),  aimd_scheme(),   delay_scheme(),  ewma_scheme(),   vegas_scheme(),
+      cubic_scheme(),  bbr_scheme(),    copa_scheme(),   verus_scheme(),  sprout_scheme(),
+      ledbat_scheme(), c2tcp_scheme(),  vivace_scheme(), bbr3_scheme(),   external_scheme()};
   return entries;
 }
 
@@ -78,18 +119,19 @@ double param(const Params& params, const std::string& name) {
   return it->second;
 }
 
-void check_param(bool ok, const std::string& scheme, const std::string& name, const char* rule,
-                 double value) {
+void check_param(bool ok, const std::string& scheme, const std::string& name,
+                 const std::string& rule, double value) {
   if (ok) return;
   throw std::invalid_argument("scheme '" + scheme + "': parameter '" + name + "' must be " + rule +
-                              ", got " + std::to_string(value));
+                              ", got " + format_number(value));
 }
 
-void check_window_param(const std::string& scheme, const std::string& name, double value) {
-  static const std::string rule =
-      "in [1, " + std::to_string(static_cast<int>(kMaxSchemeWindow)) + "]";
-  check_param(value >= 1 && value <= kMaxSchemeWindow, scheme, name, rule.c_str(), value);
-}
+ParamRange at_least(double lo) { return {lo, kInf, false, false}; }
+ParamRange above(double lo) { return {lo, kInf, true, false}; }
+ParamRange in_closed(double lo, double hi) { return {lo, hi, false, false}; }
+ParamRange in_open(double lo, double hi) { return {lo, hi, true, true}; }
+ParamRange in_left_open(double lo, double hi) { return {lo, hi, true, false}; }
+ParamRange window_range() { return in_closed(1, kMaxSchemeWindow); }
 
 }  // namespace schemes
 
@@ -140,6 +182,11 @@ std::unique_ptr<Controller> make_controller(const std::string& spec, uint64_t se
     }
     given.push_back(key);
     params[key] = schemes::parse_number(info.name, key, text);
+  }
+  // Defaults are checked too: a default outside its own range is a bug the tests catch.
+  for (const SchemeParam& p : info.params) {
+    schemes::check_param(p.range.contains(params[p.name]), info.name, p.name,
+                         p.range.to_string(), params[p.name]);
   }
   return entry->make(params, seed);
 }

@@ -6,6 +6,7 @@ import pytest
 
 from ccgym.analysis.metrics import summarize
 from ccgym.emulators import _core
+from ccgym.policies.schemes import baseline_schemes
 
 LINK = "rate_mbps=12,delay_ms=20,queue=droptail:packets=100"
 DURATION_MS = 20_000
@@ -19,8 +20,7 @@ def run(scheme, flows=1, link=LINK, duration_ms=DURATION_MS):
     return summarize(sim.log(), sim.opportunities(), duration_ms)
 
 
-@pytest.mark.parametrize("scheme", ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic",
-                                    "bbr", "copa", "verus", "sprout"])
+@pytest.mark.parametrize("scheme", baseline_schemes())
 def test_every_scheme_moves_data_without_collapse(scheme):
     m = run(scheme)
     assert m.utilization > 0.4, scheme

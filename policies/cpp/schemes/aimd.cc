@@ -43,8 +43,6 @@ class Aimd final : public Controller {
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double increase = param(params, "increase");
   const double decrease = param(params, "decrease");
-  check_param(increase > 0, "aimd", "increase", "> 0", increase);
-  check_param(decrease > 0 && decrease < 1, "aimd", "decrease", "in (0, 1)", decrease);
   return std::make_unique<Aimd>(increase, decrease);
 }
 
@@ -53,8 +51,9 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry aimd_scheme() {
   return {{"aimd",
            "additive increase per RTT, multiplicative decrease on loss (once per RTT) and timeout",
-           {{"increase", 1, "packets added to the window per RTT"},
-            {"decrease", 0.5, "factor applied to the window on a loss event or timeout"}}},
+           {{"increase", 1, "packets added to the window per RTT", above(0)},
+            {"decrease", 0.5, "factor applied to the window on a loss event or timeout",
+             in_open(0, 1)}}},
           &make};
 }
 

@@ -263,7 +263,6 @@ class Bbr final : public Controller {
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t seed) {
   const double cwnd_gain = param(params, "cwnd_gain");
-  check_param(cwnd_gain >= 1, "bbr", "cwnd_gain", ">= 1", cwnd_gain);
   return std::make_unique<Bbr>(cwnd_gain, seed);
 }
 
@@ -272,7 +271,8 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t seed) {
 SchemeEntry bbr_scheme() {
   return {{"bbr",
            "BBR v1: paces at the max delivery rate, window 2 BDP, probes bandwidth and min RTT",
-           {{"cwnd_gain", 2, "window in BDPs (btlbw x rtprop) outside startup and drain"}}},
+           {{"cwnd_gain", 2, "window in BDPs (btlbw x rtprop) outside startup and drain",
+             at_least(1)}}},
           &make};
 }
 

@@ -101,7 +101,6 @@ class Copa final : public Controller {
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double delta = param(params, "delta");
-  check_param(delta > 0 && delta <= 10, "copa", "delta", "in (0, 10]", delta);
   return std::make_unique<Copa>(delta);
 }
 
@@ -110,7 +109,8 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry copa_scheme() {
   return {{"copa",
            "Copa (default mode): target rate 1/(delta x queueing delay), velocity doubling",
-           {{"delta", 0.5, "1/delta is about the packets each flow keeps queued"}}},
+           {{"delta", 0.5, "1/delta is about the packets each flow keeps queued",
+             in_left_open(0, 10)}}},
           &make};
 }
 

@@ -1,107 +1,12 @@
-// cubic: CUBIC (RFC 8312; Ha, Rhee & Xu 2008), Linux's default loss-based
-// scheme. Slow start (+1 packet per ACK) up to ssthresh; then the window follows
-// W_cubic(t) = C (t - K)^3 + W_max, t in seconds since the last loss, K the time
-// to climb back to W_max; it never falls below the window Reno would have (the
-// TCP-friendly region). A loss event (a gap in the acked sequence, once per RTT)
-// sets W_max (lowered further by fast convergence when the window had not
-// recovered) and multiplies the window by beta. A timeout restarts slow start
-// from 1 with ssthresh = beta x window. It fills a droptail buffer until it
-// drops, then backs off by beta: a standing queue on deep buffers.
-// Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
-// at most 1.5x per RTT); no HyStart; no fast recovery (no retransmissions).
-#include "policies/cpp/schemes/schemes.hh"
+// cubic: the scheme entry of CUBIC (cubic.hh).
+#include "policies/cpp/schemes/cubic.hh"
 
 namespace ccgym::schemes {
 namespace {
 
-class Cubic final : public Controller {
- public:
-  Cubic(double c, double beta) : c_(c), beta_(beta), reno_alpha_(3 * (1 - beta) / (1 + beta)) {}
-
-  double window_size() override { return cwnd_; }
-  void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override { loss_.on_sent(seq); }
-  void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
-              double ack_ms) override {
-    // send_ms, ack_ms: sender clock.
-    rtt_.add(ack_ms - send_ms);
-    if (loss_.on_ack(seq)) {
-      on_loss();
-    } else if (cwnd_ < ssthresh_) {
-      cwnd_ = clamp_window(cwnd_ + 1);
-    } else {
-      congestion_avoidance(ack_ms);
-    }
-  }
-  double timeout_ms() override { return rtt_.rto(); }
-  void on_timeout(double /*now_ms: sender clock*/) override {
-    loss_.on_timeout();
-    w_max_ = cwnd_;
-    ssthresh_ = std::max(cwnd_ * beta_, 2.0);
-    cwnd_ = 1;
-    in_epoch_ = false;
-  }
-  std::string name() const override { return "cubic"; }
-
- private:
-  void on_loss() {
-    in_epoch_ = false;
-    // Fast convergence: a flow that lost before regaining W_max releases bandwidth.
-    w_max_ = cwnd_ < w_max_ ? cwnd_ * (1 + beta_) / 2 : cwnd_;
-    cwnd_ = clamp_window(std::max(cwnd_ * beta_, 2.0));
-    ssthresh_ = cwnd_;
-  }
-
-  void congestion_avoidance(double ack_ms /* sender clock */) {
-    if (!in_epoch_) {
-      in_epoch_ = true;
-      epoch_start_ms_ = ack_ms;
-      if (cwnd_ < w_max_) {
-        k_s_ = std::cbrt((w_max_ - cwnd_) / c_);
-        origin_ = w_max_;
-      } else {
-        k_s_ = 0;
-        origin_ = cwnd_;
-      }
-      w_est_ = cwnd_;
-    }
-    // RFC 8312 aims at W_cubic one RTT ahead.
-    const double t_s = (ack_ms - epoch_start_ms_ + rtt_.min()) / 1000;
-    const double target = origin_ + c_ * std::pow(t_s - k_s_, 3);
-    double next = cwnd_;
-    if (target > cwnd_) {
-      next += std::min((target - cwnd_) / cwnd_, kMaxGrowthPerAck);
-    } else {
-      next += kPlateauGrowth / cwnd_;
-    }
-    w_est_ += reno_alpha_ / cwnd_;
-    cwnd_ = clamp_window(std::max(next, w_est_));
-  }
-
-  // Linux's cap on the cubic increase: at most one packet per two ACKs.
-  static constexpr double kMaxGrowthPerAck = 0.5;
-  // Linux's growth when the window is at or above W_cubic: 1 packet per 100 RTTs.
-  static constexpr double kPlateauGrowth = 0.01;
-
-  double c_;
-  double beta_;
-  double reno_alpha_;  // Reno's per-RTT increase that matches CUBIC's beta (RFC 8312 4.2)
-  double cwnd_ = kInitialWindow;
-  double ssthresh_ = std::numeric_limits<double>::infinity();
-  double w_max_ = 0;
-  bool in_epoch_ = false;
-  double epoch_start_ms_ = 0;  // sender clock
-  double k_s_ = 0;
-  double origin_ = 0;
-  double w_est_ = 0;
-  RttEstimator rtt_;
-  LossDetector loss_;
-};
-
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double c = param(params, "c");
   const double beta = param(params, "beta");
-  check_param(c > 0, "cubic", "c", "> 0", c);
-  check_param(beta > 0 && beta < 1, "cubic", "beta", "in (0, 1)", beta);
   return std::make_unique<Cubic>(c, beta);
 }
 
@@ -110,8 +15,8 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry cubic_scheme() {
   return {{"cubic",
            "CUBIC (RFC 8312): slow start, cubic window growth, x beta on loss; fills the buffer",
-           {{"c", 0.4, "cubic scaling constant (packets / s^3)"},
-            {"beta", 0.7, "multiplicative decrease factor on a loss event"}}},
+           {{"c", 0.4, "cubic scaling constant (packets / s^3)", above(0)},
+            {"beta", 0.7, "multiplicative decrease factor on a loss event", in_open(0, 1)}}},
           &make};
 }
 

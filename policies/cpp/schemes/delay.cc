@@ -59,10 +59,7 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double low = param(params, "low_ms");
   const double increase = param(params, "increase");
   const double decrease = param(params, "decrease");
-  check_param(high > 0, "delay", "high_ms", "> 0", high);
-  check_param(low > 0 && low <= high, "delay", "low_ms", "in (0, high_ms]", low);
-  check_param(increase > 0, "delay", "increase", "> 0", increase);
-  check_param(decrease > 0 && decrease < 1, "delay", "decrease", "in (0, 1)", decrease);
+  check_param(low <= high, "delay", "low_ms", "<= high_ms", low);
   return std::make_unique<Delay>(high, low, increase, decrease);
 }
 
@@ -71,10 +68,10 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry delay_scheme() {
   return {{"delay",
            "contest's delay trigger: shrink when RTT > high_ms, grow when RTT < low_ms",
-           {{"high_ms", 100, "RTT (ms) above which the window shrinks"},
-            {"low_ms", 60, "RTT (ms) below which the window grows"},
-            {"increase", 1, "packets added per RTT while RTT < low_ms"},
-            {"decrease", 0.8, "factor applied (once per RTT) while RTT > high_ms"}}},
+           {{"high_ms", 100, "RTT (ms) above which the window shrinks", above(0)},
+            {"low_ms", 60, "RTT (ms) below which the window grows", above(0)},
+            {"increase", 1, "packets added per RTT while RTT < low_ms", above(0)},
+            {"decrease", 0.8, "factor applied (once per RTT) while RTT > high_ms", in_open(0, 1)}}},
           &make};
 }
 

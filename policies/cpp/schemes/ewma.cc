@@ -73,9 +73,6 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double gain = param(params, "gain");
   const double sample = param(params, "sample_ms");
   const double pacing = param(params, "pacing_gain");
-  check_param(target > 0, "ewma", "target_queue_ms", "> 0", target);
-  check_param(gain > 0 && gain <= 1, "ewma", "gain", "in (0, 1]", gain);
-  check_param(sample > 0, "ewma", "sample_ms", "> 0", sample);
   check_param(pacing == 0 || pacing >= 1, "ewma", "pacing_gain", "0 (off) or >= 1", pacing);
   return std::make_unique<Ewma>(target, gain, sample, pacing);
 }
@@ -85,10 +82,12 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry ewma_scheme() {
   return {{"ewma",
            "contest winners' idea: window = EWMA of receive rate x (min RTT + target queue)",
-           {{"target_queue_ms", 20, "queueing delay (ms) the window allows above the BDP"},
-            {"gain", 0.1, "EWMA weight of each new receive-rate sample"},
-            {"sample_ms", 10, "receiver-clock interval (ms) over which one rate sample is taken"},
-            {"pacing_gain", 1, "pace at this many windows per min RTT; 0: unpaced"}}},
+           {{"target_queue_ms", 20, "queueing delay (ms) the window allows above the BDP",
+             above(0)},
+            {"gain", 0.1, "EWMA weight of each new receive-rate sample", in_left_open(0, 1)},
+            {"sample_ms", 10, "receiver-clock interval (ms) over which one rate sample is taken",
+             above(0)},
+            {"pacing_gain", 1, "pace at this many windows per min RTT; 0: unpaced", at_least(0)}}},
           &make};
 }
 

@@ -19,14 +19,14 @@ class Fixed final : public Controller {
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double window = param(params, "window");
-  check_window_param("fixed", "window", window);
   return std::make_unique<Fixed>(window);
 }
 
 }  // namespace
 
 SchemeEntry fixed_scheme() {
-  return {{"fixed", "constant window (packets)", {{"window", 10, "window in packets"}}}, &make};
+  return {{"fixed", "constant window (packets)", {{"window", 20, "window in packets",
+                                                   window_range()}}}, &make};
 }
 
 }  // namespace ccgym::schemes

@@ -40,19 +40,32 @@ SchemeEntry bbr_scheme();
 SchemeEntry copa_scheme();
 SchemeEntry verus_scheme();
 SchemeEntry sprout_scheme();
+SchemeEntry ledbat_scheme();
+SchemeEntry c2tcp_scheme();
+SchemeEntry vivace_scheme();
+SchemeEntry bbr3_scheme();
 
 // Every scheme make_controller() knows, in catalog order (external last).
 const std::vector<SchemeEntry>& all_schemes();
 
-// A parameter the factory filled in; a missing one is a bug in the scheme's file.
+// A parameter the factory filled in and checked against its declared range; a
+// missing one is a bug in the scheme's file.
 double param(const Params& params, const std::string& name);
 
+// The catalog's ranges: value >= lo; value > lo; lo <= value <= hi; lo < value < hi;
+// lo < value <= hi; and a window, in [1, kMaxSchemeWindow].
+ParamRange at_least(double lo);
+ParamRange above(double lo);
+ParamRange in_closed(double lo, double hi);
+ParamRange in_open(double lo, double hi);
+ParamRange in_left_open(double lo, double hi);
+ParamRange window_range();
+
 // Throws std::invalid_argument("scheme 'S': parameter 'P' must be RULE, got V")
-// unless ok: the schemes' range checks, done once in their builders.
-void check_param(bool ok, const std::string& scheme, const std::string& name, const char* rule,
-                 double value);
-// check_param for a window: in [1, kMaxSchemeWindow].
-void check_window_param(const std::string& scheme, const std::string& name, double value);
+// unless ok: for what a range cannot say, a rule relating two parameters
+// (vegas: beta >= alpha), checked in the scheme's builder.
+void check_param(bool ok, const std::string& scheme, const std::string& name,
+                 const std::string& rule, double value);
 
 inline constexpr double kPacketBytes = kDataPacketBytes;
 // An upper bound on every scheme's window, as a receive window would be: without

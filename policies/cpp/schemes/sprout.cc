@@ -274,12 +274,7 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double tick = param(params, "tick_ms");
   const double horizon = param(params, "horizon_ms");
   const double quantile = param(params, "quantile");
-  check_param(sigma >= 0, "sprout", "sigma", ">= 0", sigma);
-  check_param(escape >= 0, "sprout", "escape", ">= 0", escape);
-  check_param(max_mbps > 0 && max_mbps <= 10000, "sprout", "max_mbps", "in (0, 10000]", max_mbps);
-  check_param(tick > 0, "sprout", "tick_ms", "> 0", tick);
   check_param(horizon >= tick, "sprout", "horizon_ms", ">= tick_ms", horizon);
-  check_param(quantile > 0 && quantile < 1, "sprout", "quantile", "in (0, 1)", quantile);
   return std::make_unique<Sprout>(sigma, escape, max_mbps, tick, horizon, quantile);
 }
 
@@ -288,12 +283,14 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry sprout_scheme() {
   return {{"sprout",
            "Sprout: Bayesian forecast of a random-walk link rate; queue what drains in horizon_ms",
-           {{"sigma", 200, "random-walk volatility of the link rate (packets/s per sqrt(s))"},
-            {"escape", 1, "rate (1/s) at which an outage (rate 0) ends"},
-            {"max_mbps", 48, "highest link rate the belief covers (Mbit/s, 256 bins)"},
-            {"tick_ms", 20, "receiver-clock tick (ms) between belief updates"},
-            {"horizon_ms", 100, "forecast horizon (ms): the queueing delay it aims at"},
-            {"quantile", 0.05, "forecast quantile: lower is more cautious"}}},
+           {{"sigma", 200, "random-walk volatility of the link rate (packets/s per sqrt(s))",
+             at_least(0)},
+            {"escape", 1, "rate (1/s) at which an outage (rate 0) ends", at_least(0)},
+            {"max_mbps", 48, "highest link rate the belief covers (Mbit/s, 256 bins)",
+             in_left_open(0, 10000)},
+            {"tick_ms", 20, "receiver-clock tick (ms) between belief updates", above(0)},
+            {"horizon_ms", 100, "forecast horizon (ms): the queueing delay it aims at", above(0)},
+            {"quantile", 0.05, "forecast quantile: lower is more cautious", in_open(0, 1)}}},
           &make};
 }
 

@@ -97,9 +97,7 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double alpha = param(params, "alpha");
   const double beta = param(params, "beta");
   const double gamma = param(params, "gamma");
-  check_param(alpha > 0, "vegas", "alpha", "> 0", alpha);
   check_param(beta >= alpha, "vegas", "beta", ">= alpha", beta);
-  check_param(gamma > 0, "vegas", "gamma", "> 0", gamma);
   return std::make_unique<Vegas>(alpha, beta, gamma);
 }
 
@@ -108,9 +106,9 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry vegas_scheme() {
   return {{"vegas",
            "TCP Vegas: keeps between alpha and beta packets queued, from the RTT over its minimum",
-           {{"alpha", 2, "queued packets below which the window grows by 1 per RTT"},
-            {"beta", 4, "queued packets above which the window shrinks by 1 per RTT"},
-            {"gamma", 1, "queued packets at which slow start ends"}}},
+           {{"alpha", 2, "queued packets below which the window grows by 1 per RTT", above(0)},
+            {"beta", 4, "queued packets above which the window shrinks by 1 per RTT", above(0)},
+            {"gamma", 1, "queued packets at which slow start ends", above(0)}}},
           &make};
 }
 

@@ -200,11 +200,6 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double delta1 = param(params, "delta1");
   const double delta2 = param(params, "delta2");
   const double decrease = param(params, "decrease");
-  check_param(r > 1, "verus", "r", "> 1", r);
-  check_param(epoch > 0, "verus", "epoch_ms", "> 0", epoch);
-  check_param(delta1 > 0, "verus", "delta1", "> 0", delta1);
-  check_param(delta2 > 0, "verus", "delta2", "> 0", delta2);
-  check_param(decrease > 0 && decrease < 1, "verus", "decrease", "in (0, 1)", decrease);
   return std::make_unique<Verus>(r, epoch, delta1, delta2, decrease);
 }
 
@@ -213,11 +208,13 @@ std::unique_ptr<Controller> make(const Params& params, uint64_t) {
 SchemeEntry verus_scheme() {
   return {{"verus",
            "Verus: learned window->delay profile, target delay moved per epoch by the delay trend",
-           {{"r", 2, "R: largest tolerated ratio of an epoch's max RTT to the min RTT"},
-            {"epoch_ms", 5, "epoch (ms) between target-delay updates"},
-            {"delta1", 1, "target-delay decrease (ms) when the epoch's max RTT grew"},
-            {"delta2", 2, "target-delay increase (ms), and decrease when the ratio exceeds r"},
-            {"decrease", 0.5, "factor applied to the window on a loss event or timeout"}}},
+           {{"r", 2, "R: largest tolerated ratio of an epoch's max RTT to the min RTT", above(1)},
+            {"epoch_ms", 5, "epoch (ms) between target-delay updates", above(0)},
+            {"delta1", 1, "target-delay decrease (ms) when the epoch's max RTT grew", above(0)},
+            {"delta2", 2, "target-delay increase (ms), and decrease when the ratio exceeds r",
+             above(0)},
+            {"decrease", 0.5, "factor applied to the window on a loss event or timeout",
+             in_open(0, 1)}}},
           &make};
 }
 
