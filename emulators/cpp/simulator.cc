@@ -53,6 +53,12 @@ double Simulator::min_rtt_ms() const {
   return 2 * link_.delay_ms;
 }
 
+std::size_t Simulator::active_flows() const {
+  std::size_t n = 0;
+  for (const auto& sender : senders_) n += sender->active(now_ms_) ? 1 : 0;
+  return n;
+}
+
 void Simulator::clear_step_stats() {
   for (auto& s : step_stats_) s.clear();
 }
