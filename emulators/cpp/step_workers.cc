@@ -30,43 +30,69 @@ void await_change(const std::atomic<T>& value, T old) {
 
 }  // namespace
 
-StepWorkers::StepWorkers(int parts, std::function<void(int)> work)
-    : parts_(parts < 1 ? 1 : parts), work_(std::move(work)), owner_(getpid()) {
-  threads_.reserve(static_cast<std::size_t>(parts_ - 1));
-  for (int p = 1; p < parts_; ++p) threads_.emplace_back([this, p] { loop(p); });
+StepWorkers::StepWorkers(int threads, int chunks_per_thread, std::function<void(int)> work)
+    : threads_(threads < 1 ? 1 : threads),
+      per_thread_(chunks_per_thread < 1 ? 1 : chunks_per_thread),
+      work_(std::move(work)),
+      owner_(getpid()) {
+  const auto chunks = static_cast<std::size_t>(threads_ * per_thread_);
+  claim_words_ = std::make_unique<std::atomic<uint32_t>[]>(chunks);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    claim_words_[c].store(0, std::memory_order_relaxed);
+    claims_.push_back(&claim_words_[c]);
+  }
+  threads_list_.reserve(static_cast<std::size_t>(threads_ - 1));
+  for (int t = 1; t < threads_; ++t) threads_list_.emplace_back([this, t] { loop(t); });
 }
 
 StepWorkers::~StepWorkers() {
   if (!usable()) {
     // The threads were the parent's: nothing here can join or detach them, and a
     // joinable std::thread must not be destroyed, so their handles are left behind.
-    new std::vector<std::thread>(std::move(threads_));
+    new std::vector<std::thread>(std::move(threads_list_));
     return;
   }
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_list_) t.join();
 }
 
 bool StepWorkers::usable() const { return getpid() == owner_; }
 
-void StepWorkers::run() {
-  if (parts_ == 1) {
-    work_(0);
-    return;
-  }
-  pending_.store(parts_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-  work_(0);
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire)) {
-    await_change(pending_, left);
+bool StepWorkers::claim(int chunk, uint32_t generation) {
+  // Every chunk was claimed in the previous generation (run() waits for them all), so the
+  // first claim of this one finds generation - 1; a worker that woke a generation late
+  // finds a newer value and takes nothing.
+  uint32_t expected = generation - 1;
+  return claims_[static_cast<std::size_t>(chunk)]->compare_exchange_strong(
+      expected, generation, std::memory_order_acq_rel, std::memory_order_relaxed);
+}
+
+void StepWorkers::work_through(int thread, uint32_t generation) {
+  const int chunks = this->chunks();
+  const int own = thread * per_thread_;
+  for (int k = 0; k < chunks; ++k) {
+    const int c = (own + k) % chunks;  // its own chunks first, then the next thread's
+    if (!claim(c, generation)) continue;
+    work_(c);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
   }
 }
 
-void StepWorkers::loop(int part) {
+void StepWorkers::run() {
+  const int chunks = this->chunks();
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (threads_ > 1) generation_.notify_all();
+  work_through(0, generation);
+  for (int done = done_.load(std::memory_order_acquire); done != chunks;
+       done = done_.load(std::memory_order_acquire)) {
+    await_change(done_, done);
+  }
+}
+
+void StepWorkers::loop(int thread) {
   // The threads start before the first run() can bump the counter from 0; reading it
   // here instead could miss that bump and wait forever.
   uint32_t seen = 0;
@@ -74,8 +100,7 @@ void StepWorkers::loop(int part) {
     await_change(generation_, seen);
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
-    work_(part);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    work_through(thread, seen);
   }
 }
 

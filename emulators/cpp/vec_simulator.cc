@@ -88,19 +88,18 @@ void VecSimulator::rebuild_layout() {
                                           static_cast<std::size_t>(requested_threads_), n))
                                     : default_threads(flows);
   threads_ = std::max(1, threads_);
-  // Contiguous slices with about equal numbers of flows: a flow's packets are the work.
+  // Contiguous chunks with about equal numbers of flows: a flow's packets are the work.
+  const std::size_t chunks = static_cast<std::size_t>(threads_) * kChunksPerThread;
   l.slice.assign(1, 0);
   std::size_t done = 0;
-  for (int part = 1; part < threads_; ++part) {
-    const std::size_t goal = flows * static_cast<std::size_t>(part) / threads_;
+  for (std::size_t part = 1; part < chunks; ++part) {
+    const std::size_t goal = flows * part / chunks;
     std::size_t i = l.slice.back();
     while (i < n && done + sims_[i]->num_flows() <= goal) done += sims_[i++]->num_flows();
     l.slice.push_back(i);
   }
   l.slice.push_back(n);
-  if (!workers_ || workers_->parts() != threads_ || !workers_->usable()) {
-    workers_ = std::make_unique<StepWorkers>(threads_, [this](int part) { step_slice(part); });
-  }
+  if (!workers_ || workers_->threads() != threads_ || !workers_->usable()) make_workers();
   dirty_ = false;
 }
 
@@ -135,7 +134,15 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
   }
 }
 
-void VecSimulator::step_slice(int part) {
+void VecSimulator::make_workers() {
+  if (workers_ && !workers_->usable()) {
+    workers_.release();  // a forked child: the parent's threads cannot be joined here
+  }
+  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(kChunksPerThread),
+                                           [this](int chunk) { step_chunk(chunk); });
+}
+
+void VecSimulator::step_chunk(int part) {
   const auto p = static_cast<std::size_t>(part);
   for (std::size_t i = layout_.slice[p]; i < layout_.slice[p + 1]; ++i) {
     Simulator& s = *sims_[i];
@@ -159,10 +166,7 @@ void VecSimulator::step(const int32_t* actions) {
   for (std::size_t r = 0; r < l.flow.size(); ++r) {
     if (actions[r] >= kNumActions) throw std::invalid_argument("action out of range");
   }
-  if (!workers_->usable()) {  // a forked child: its own threads
-    workers_.release();  // NOLINT: the parent's threads cannot be joined here
-    workers_ = std::make_unique<StepWorkers>(threads_, [this](int part) { step_slice(part); });
-  }
+  if (!workers_->usable()) make_workers();  // a forked child: threads of its own
   actions_ = actions;
   workers_->run();
   actions_ = nullptr;

@@ -5,8 +5,8 @@
 // simulation; observations and per-step statistics come out as flat row-major arrays, one
 // row per external flow ("row"), rows ordered by simulation, then by flow within it.
 //
-// Stepping scales with cores: worker threads live as long as the VecSimulator, each owns a
-// fixed slice of the simulations (balanced by their flows), and a step costs one hand-off
+// Stepping scales with cores: worker threads live as long as the VecSimulator, each owns
+// fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
 // (step_workers.hh). Buffers are sized at reset, never per step.
 #pragma once
 #include <cstddef>
@@ -38,6 +38,9 @@ inline constexpr std::size_t kStatColumns = 7;
 // step is so short that the hand-off between threads costs more than it saves
 // (benchmarks/bench_env.py).
 inline constexpr std::size_t kMinFlowsPerThread = 24;
+// Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
+// machine) leaves only part of its share to the others.
+inline constexpr std::size_t kChunksPerThread = 4;
 
 class VecSimulator {
  public:
@@ -93,11 +96,12 @@ class VecSimulator {
     std::vector<uint32_t> flow;      // per row
     std::vector<float> obs;          // rows x kObsDim, written by step()
     std::vector<double> stats;       // rows x kStatColumns, written by step()
-    std::vector<std::size_t> slice;  // parts + 1 simulation offsets, one slice per thread
+    std::vector<std::size_t> slice;  // chunks + 1 simulation offsets (step_workers.hh)
   };
   Layout& layout();
   void rebuild_layout();
-  void step_slice(int part);
+  void step_chunk(int chunk);
+  void make_workers();
   void record_sim(std::size_t i, uint64_t capacity_bytes);
   void record_stale();
 
