@@ -77,6 +77,7 @@ class VecLinkEnv(VectorEnv):
         if not isinstance(threads, int) or threads < 0:
             raise ValueError(f"threads must be an integer >= 0 (0: chosen by size), got {threads!r}")
         self.config = EnvConfig.build(config, **kwargs)
+        self.config.check_alone("ccgym/Link-v0")
         self.links = resolve_env_links(self.config.links)
         self.num_envs = num_envs
         self.single_observation_space = observation_space()

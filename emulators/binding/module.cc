@@ -274,6 +274,8 @@ NB_MODULE(_core, m) {
       }, "i"_a, "link"_a, "seed"_a, "flows"_a, "window"_a = kInitialWindow,
          "Starts simulation i afresh with flows (scheme, start_ms, stop_ms; stop_ms < 0 runs\n"
          "to the end); its 'external' flows are its rows, in flow order, at `window`.")
+      .def("advance", &VecSimulator::advance, "i"_a, "until_ms"_a,
+           "Runs simulation i alone to until_ms (competitors that start first).")
       .def_prop_ro("num_rows", &VecSimulator::rows, "External flows of all simulations.")
       .def_prop_ro("threads", &VecSimulator::threads, "Threads a step runs on.")
       .def("row_begin", &VecSimulator::row_begin, "i"_a,

@@ -50,6 +50,12 @@ void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t 
   stale_[i] = 1;
 }
 
+void VecSimulator::advance(std::size_t i, double until_ms) {
+  sim(i).run_until(until_ms);
+  sim(i).clear_step_stats();
+  stale_[i] = 1;
+}
+
 Simulator& VecSimulator::sim(std::size_t i) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
   if (!sims_[i]) throw std::invalid_argument("environment not reset");

@@ -61,6 +61,10 @@ class VecSimulator {
   // Simulation i; std::out_of_range for no such one, std::invalid_argument if never reset.
   Simulator& sim(std::size_t i);
 
+  // Runs simulation i alone to until_ms, its windows as they are: a start before the
+  // learned flows' (competitors that started earlier). Its statistics then describe no step.
+  void advance(std::size_t i, double until_ms);
+
   // Rows (external flows) of all simulations; every simulation must have been reset.
   std::size_t rows();
   // The first row of simulation i; row_begin(size()) == rows().
