@@ -13,8 +13,10 @@ them all (RLlib's policy mapping), and each observes only its own flow, as its s
 An agent enters the episode when its flow starts: reset returns the agents that start
 with the episode; a later one appears in a step's observations (with no reward) at the
 first step's end after its start, and must act from then on. A flow that stops leaves with
-terminated[agent] = True and its last reward; at the episode's length every agent still
-present is truncated and "__all__" is set. Per agent: the reward is its own step reward,
+terminated[agent] = True and its last reward, and acts no more; at the episode's length
+every agent still present is truncated and "__all__" is set. `agents` lists those in the
+last reset's or step's observations; the next step takes an action from each of them not
+terminated. Per agent: the reward is its own step reward,
 as in Link-v0; info as in ccgym/SharedLink-v0 (fair_share_mbps for rewards to come).
 
 Seeding: reset(seed=s) seeds the env's np_random (a first reset without a seed uses the
@@ -61,7 +63,8 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         self.observation_spaces = {a: observation_space() for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(_core.NUM_ACTIONS) for a in self.possible_agents}
         self._rng: np.random.Generator | None = None
-        self._left: set[str] = set()  # agents whose flow stopped this episode
+        self._left: set[str] = set()    # agents whose flow stopped this episode
+        self._acting: set[str] = set()  # agents expected to act in the next step
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -73,15 +76,16 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         self._left = set()
         rows = self.core.first_step()
         self.agents = [agent_id(r) for r in range(self.core.num_rows) if rows.active[r]]
+        self._acting = set(self.agents)
         return ({a: rows.obs[self._row(a)] for a in self.agents},
                 {a: self._info(rows, self._row(a)) for a in self.agents})
 
     def step(self, action_dict: dict[str, Any]) -> tuple[dict[str, Any], ...]:
         actions = np.full(self.core.num_rows, -1, dtype=np.int32)  # absent: keep the window
         for agent, action in action_dict.items():
-            if agent not in self.agents:
-                raise ValueError(f"action for {agent!r}, which is not in the episode now "
-                                 f"(agents: {self.agents})")
+            if agent not in self._acting:
+                raise ValueError(f"action for {agent!r}, which is not acting in the episode "
+                                 f"now (acting: {sorted(self._acting)})")
             a = int(action)
             if not 0 <= a < _core.NUM_ACTIONS:
                 raise ValueError(f"{agent}: action must be in [0, {_core.NUM_ACTIONS}), "
@@ -93,21 +97,23 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
     def _outcome(self, rows: RowStep) -> tuple[dict[str, Any], ...]:
         done = bool(rows.done[0])
         obs, rewards, terminated, truncated, infos = {}, {}, {}, {}, {}
-        present = []
+        acting = set()
         for r in range(self.core.num_rows):
             agent = agent_id(r)
-            if agent in self._left or (agent not in self.agents and not rows.active[r]):
+            if agent in self._left or (agent not in self._acting and not rows.active[r]):
                 continue  # gone, or not started yet
             obs[agent], infos[agent] = rows.obs[r], self._info(rows, r)
-            if agent in self.agents:
+            if agent in self._acting:
                 rewards[agent] = float(rows.reward[r])
             stopped = not rows.active[r]
             terminated[agent], truncated[agent] = stopped, done and not stopped
             if stopped:
                 self._left.add(agent)
             else:
-                present.append(agent)
-        self.agents = [] if done else present
+                acting.add(agent)
+        # Those in this step's dicts, the ones leaving included (RLlib's checker asks so).
+        self.agents = list(obs)
+        self._acting = set() if done else acting
         terminated[ALL], truncated[ALL] = False, done
         return obs, rewards, terminated, truncated, infos
 

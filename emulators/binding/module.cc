@@ -72,6 +72,11 @@ nb::object fill_rows(nb::object out, std::size_t rows, std::size_t cols, Fill fi
   return out;
 }
 
+std::size_t first_external(VecSimulator& v, std::size_t i) {
+  v.sim(i);  // raises for no such simulation, or one never reset
+  return v.row_flows()[v.row_begin(i)];
+}
+
 void check_flow(const Simulator& sim, std::size_t flow) {
   if (flow >= sim.num_flows()) throw nb::index_error("no such flow");
 }
@@ -304,8 +309,12 @@ NB_MODULE(_core, m) {
         return to_numpy<int32_t>(std::move(out));
       }, "targets"_a, "Each row's action closest to its target window (the expert's label).")
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
-      .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
+      .def("window", [](VecSimulator& v, std::size_t i) {
+        return v.sim(i).sender(first_external(v, i)).window();
+      }, "i"_a, "The window of simulation i's first external flow.")
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
-        return growth_ceiling(v.sim(i).sender(0).features(), *v.sim(i).external(0));
-      }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
+        const std::size_t f = first_external(v, i);
+        return growth_ceiling(v.sim(i).sender(f).features(), *v.sim(i).external(f));
+      }, "i"_a, "How far a learned policy may grow the window of simulation i's first external\n"
+                "flow now (actions.hh).");
 }

@@ -115,13 +115,18 @@ def test_link_v0_and_the_single_agent_env_refuse_what_they_cannot_run():
         EnvConfig.build(CONFIG, competitor_starts=["later"])
 
 
+def acting(obs, terminated):
+    return [a for a in obs if not terminated.get(a, False)]
+
+
 def multi_rollout(env, seed, steps):
     rng = np.random.default_rng(0)
     obs, infos = env.reset(seed=seed)
+    terminated = {}
     out = [(obs, {}, infos)]
     for _ in range(steps):
         obs, rewards, terminated, truncated, infos = env.step(
-            {a: int(rng.integers(_core.NUM_ACTIONS)) for a in env.agents})
+            {a: int(rng.integers(_core.NUM_ACTIONS)) for a in acting(obs, terminated)})
         out.append((obs, rewards, infos))
         if truncated["__all__"]:
             obs, infos = env.reset()
@@ -146,19 +151,28 @@ def test_agents_join_when_their_flow_starts_and_leave_when_it_stops():
         flows = env.core.scenarios[0].flows
         now = env.core.scenarios[0].begin_ms
         assert set(obs) == {f"flow_{k}" for k, f in enumerate(flows) if f.start_ms <= now}
-        present, done = set(obs), False
+        present, done, terminated, left = list(obs), False, {}, set()
         while not done:
-            obs, rewards, terminated, truncated, _ = env.step({a: 3 for a in env.agents})
+            obs, rewards, terminated, truncated, _ = env.step({a: 3 for a in present})
             now += _core.STEP_MS
             done = truncated["__all__"]
-            assert set(rewards) <= present  # only agents that acted are rewarded
+            assert set(rewards) == set(present)  # those that acted, and only they
+            assert not set(obs) & left           # who left stays away
             for agent in obs:
                 flow = flows[int(agent.removeprefix("flow_"))]
                 assert flow.start_ms <= now
                 assert terminated[agent] == (0 <= flow.stop_ms <= now)
-            present = set(env.agents)
+            assert set(env.agents) == set(obs)
+            left |= {a for a in obs if terminated[a]}
+            present = acting(obs, terminated)
         assert set(truncated) - {"__all__"} <= set(obs)
         assert "flow_0" in obs and truncated["flow_0"]
+
+
+def test_passes_rllibs_multi_agent_checker():
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    check_multiagent_environments(SharedLinkMultiAgentEnv(MULTI))
 
 
 def test_each_agent_observes_its_own_flow():
