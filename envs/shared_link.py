@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import gymnasium as gym
@@ -38,9 +39,28 @@ from gymnasium import spaces
 
 from ccgym.emulators import _core
 from ccgym.envs.competitors import SELF, Scenario, draw_scenario, parse_entry
-from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode, delivered_mbps,
-                                 draw_episode, link_profile, observation_space,
-                                 resolve_env_links, start_window, step_delay_ms, step_reward)
+from ccgym.emulators.link_facts import mean_rate_mbps
+from ccgym.emulators.links import Link
+from ccgym.envs.link_env import (EnvConfig, check_render_mode, delivered_mbps, draw_episode,
+                                 observation_space, resolve_env_links, start_window,
+                                 step_delay_ms, step_reward)
+
+
+@dataclass(frozen=True)
+class SharedProfile:
+    """What the reward needs of a link (Link-v0's LinkProfile without the oracle, which a
+    shared link does not have), computed once per link."""
+
+    name: str
+    spec: str
+    rate_mbps: float   # mean delivery rate: the throughput of a full link
+    delay_ms: float    # one-way propagation delay
+
+
+@lru_cache(maxsize=4096)
+def shared_profile(link: Link, oracle_seed: int) -> SharedProfile:
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    return SharedProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay)
 
 
 @dataclass
@@ -73,7 +93,7 @@ class SharedLinks:
         self.num_sims = num_sims
         self.vec = _core.VecSimulator(num_sims, threads)
         self.scenarios: list[Scenario | None] = [None] * num_sims
-        self.profiles: list[LinkProfile | None] = [None] * num_sims
+        self.profiles: list[SharedProfile | None] = [None] * num_sims
         self.steps = np.zeros(num_sims, dtype=np.int64)
         self.held = np.zeros(num_sims, dtype=np.int64)   # see link_env.start_window
         self._reset: set[int] = set()
@@ -84,7 +104,7 @@ class SharedLinks:
     def reset_sim(self, i: int, rng: np.random.Generator) -> None:
         """Draws simulation i's next episode (link, competitors) and runs it to its start."""
         index, sim_seed = draw_episode(rng, len(self.links))
-        profile = link_profile(self.links[index], self.config)
+        profile = shared_profile(self.links[index], self.config.oracle_seed)
         window, self.held[i] = start_window(rng, profile, self.config)
         k = int(rng.integers(len(self.entries))) if len(self.entries) > 1 else 0
         c = self.config
