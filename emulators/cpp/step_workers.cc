@@ -6,8 +6,10 @@ namespace ccgym {
 
 namespace {
 
-// About 10-50 us of spinning: longer than a hand-off between busy cores, shorter than the
-// Python between two steps, after which a waiting thread sleeps and leaves the core free.
+// Pauses before sleeping: some 10-100 us, by the processor (a pause is 10-150 cycles).
+// Longer than a hand-off between running cores, shorter than the Python between two steps
+// of an environment with a policy in the loop, after which a waiting thread sleeps and
+// leaves the core to others.
 constexpr int kSpins = 2000;
 
 inline void cpu_relax() {
