@@ -1,6 +1,7 @@
 #include "emulators/cpp/vec_simulator.hh"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -106,6 +107,8 @@ void VecSimulator::rebuild_layout() {
   }
   l.slice.push_back(n);
   if (!workers_ || workers_->threads() != threads_ || !workers_->usable()) make_workers();
+  tuner_ = ThreadTuner{};
+  tuner_.adaptive = requested_threads_ == 0 && threads_ > 1;
   dirty_ = false;
 }
 
@@ -174,8 +177,36 @@ void VecSimulator::step(const int32_t* actions) {
   }
   if (!workers_->usable()) make_workers();  // a forked child: threads of its own
   actions_ = actions;
-  workers_->run();
+  if (threads_ == 1 || !tuner_.parallel_next()) {
+    // On the caller alone: the same chunks in the same order, so the same results.
+    const auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < workers_->chunks(); ++c) step_chunk(c);
+    tuner_.record(false, std::chrono::steady_clock::now() - start);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    workers_->run();
+    tuner_.record(true, std::chrono::steady_clock::now() - start);
+  }
   actions_ = nullptr;
+}
+
+bool ThreadTuner::parallel_next() const {
+  if (!adaptive) return true;
+  const uint64_t phase = steps % kTunePeriodSteps;
+  if (phase < kProbeSteps) return false;
+  if (phase < 2 * kProbeSteps) return true;
+  return parallel;
+}
+
+void ThreadTuner::record(bool was_parallel, std::chrono::steady_clock::duration took) {
+  if (!adaptive) return;
+  const uint64_t phase = steps++ % kTunePeriodSteps;
+  if (phase >= 2 * kProbeSteps) return;
+  (was_parallel ? parallel_time : serial_time) += took;
+  if (phase + 1 == 2 * kProbeSteps) {
+    parallel = parallel_time < serial_time;
+    parallel_time = serial_time = {};
+  }
 }
 
 // Simulations reset since the last step have not been recorded: their first observation,

@@ -9,6 +9,7 @@
 // fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
 // (step_workers.hh). Buffers are sized at reset, never per step.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,10 +43,28 @@ inline constexpr std::size_t kMinFlowsPerThread = 24;
 // machine) leaves only part of its share to the others.
 inline constexpr std::size_t kChunksPerThread = 4;
 
+// With the default thread count, whether a step runs on the threads or on the caller alone
+// is measured, not assumed: on a machine whose cores are busy with other work a thread may
+// be preempted inside its chunk, and every step then waits for it. Every kTunePeriodSteps
+// steps, kProbeSteps run on the caller alone, kProbeSteps on the threads, and the faster
+// runs until the next probe. Only the wall-clock time of the steps is read, to choose; the
+// results are the same either way (the simulations never read a clock).
+inline constexpr uint64_t kTunePeriodSteps = 2048;
+inline constexpr uint64_t kProbeSteps = 32;
+
+struct ThreadTuner {
+  bool adaptive = false;  // off: always on the threads
+  bool parallel = true;   // the choice of the last probe
+  uint64_t steps = 0;
+  std::chrono::steady_clock::duration serial_time{}, parallel_time{};
+  bool parallel_next() const;
+  void record(bool was_parallel, std::chrono::steady_clock::duration took);
+};
+
 class VecSimulator {
  public:
-  // threads: 0 chooses by size (default_threads()), else that many (at most one per
-  // simulation).
+  // threads: 0 chooses by size (default_threads()) and, step by step, between those
+  // threads and the caller alone (ThreadTuner); else that many (at most one per simulation).
   VecSimulator(std::size_t n, int threads);
   ~VecSimulator();
   VecSimulator(const VecSimulator&) = delete;
@@ -118,6 +137,7 @@ class VecSimulator {
   int requested_threads_;
   int threads_ = 1;
   std::unique_ptr<StepWorkers> workers_;
+  ThreadTuner tuner_;
 };
 
 // The default thread count for simulations holding `flows` flows in all: one per

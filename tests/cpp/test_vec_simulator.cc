@@ -113,6 +113,26 @@ TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
   }
 }
 
+TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
+  const std::size_t n = 3 * kMinFlowsPerThread;  // several threads where there are cores
+  VecSimulator one(n, 1), chosen(n, 0);
+  reset_shared(one);
+  reset_shared(chosen);
+  EXPECT_EQ(chosen.threads(), default_threads(3 * n));
+  const std::size_t rows = one.rows();
+  std::vector<int32_t> actions(rows);
+  std::vector<float> obs_one(rows * kObsDim), obs_chosen(rows * kObsDim);
+  // Past two probes: the caller alone, then the threads, then the faster.
+  for (uint64_t step = 0; step < 3 * kProbeSteps; ++step) {
+    for (std::size_t r = 0; r < rows; ++r) actions[r] = static_cast<int32_t>((step + r) % kNumActions);
+    one.step(actions.data());
+    chosen.step(actions.data());
+    one.observations(obs_one.data());
+    chosen.observations(obs_chosen.data());
+    ASSERT_EQ(obs_one, obs_chosen) << "step " << step;
+  }
+}
+
 TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
   VecSimulator vec(1, 1);
   vec.reset_flows(0, kLink, 1, {flow("external", 0, 300), flow("cubic", 100, 200),
