@@ -1,16 +1,24 @@
-"""Speed of the vectorized environment, with or without the policy in the loop.
+"""Speed of the vectorized environments, with or without the policy in the loop.
 
-VecLinkEnv with N copies of a 12 Mbit/s 20 ms link, 10 s episodes with autoreset.
+single: VecLinkEnv with N copies of a 12 Mbit/s 20 ms link, 10 s episodes with autoreset.
+multi: N simulations of that link shared by two learned flows and a cubic flow
+(competitors "self+cubic"), stepped as the multi-agent env steps them (envs/shared_link.py's
+SharedLinks, all learned flows of all N in one call), every episode restarted together.
 Without --policy, uniformly random actions: the environment alone. With --policy, an
-LSTM chooses every env's action with one batched inference per step, as DAgger's
+LSTM chooses every learned flow's action with one batched inference per step, as DAgger's
 rollouts do: `--policy lstm` (32 hidden units, random weights: the cost is that of a
 trained one) or `--policy runs/NAME`. PyTorch runs on one thread; with --threads 1 the
 whole loop is on one core (goal: at least 500x real time per core with the policy).
-Prints one JSON object: per N, env steps per second (N x vector steps / wall second) and
-the real-time factor (virtual seconds simulated / wall second, over all N links).
 
-    .venv/bin/python benchmarks/bench_env.py [--seconds 5] [--threads 0]
-    .venv/bin/python benchmarks/bench_env.py --policy lstm --threads 1
+Each (flows, threads, N) is measured --repeats times; the figure is the median, the runs
+are listed beside it (a busy machine makes single runs noisy: loadavg says how busy it
+was). threads 0 is the simulator's default choice (by size). Prints one JSON object: env
+steps per second (learned-flow steps: N x vector steps, x2 for multi, per wall second),
+the real-time factor (virtual seconds simulated per wall second, over all learned flows),
+and each thread count's speed-up over one thread.
+
+    .venv/bin/python benchmarks/bench_env.py [--seconds 2] [--threads 1,2,0] [--flows single,multi]
+    .venv/bin/python benchmarks/bench_env.py --policy lstm --threads 1 --flows single
 """
 
 from __future__ import annotations
@@ -19,12 +27,16 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ccgym.emulators import _core
+from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.shared_link import SharedLinks
 from ccgym.envs.vector import VecLinkEnv
 
 LINK = "rate_mbps=12,delay_ms=20"
@@ -52,15 +64,58 @@ def policy_actions(policy, num_envs: int) -> Chooser:
     return choose
 
 
-def measure(num_envs: int, seconds: float, threads: int, choose: Chooser) -> dict[str, float]:
-    env = VecLinkEnv(num_envs, {"links": [LINK]}, threads=threads)
-    obs, _ = env.reset(seed=0)
-    starting = np.ones(num_envs, dtype=bool)
+class SingleFlow:
+    """VecLinkEnv: one learned flow per link."""
+
+    rows_per_env = 1
+
+    def __init__(self, num_envs: int, threads: int) -> None:
+        self.env = VecLinkEnv(num_envs, {"links": [LINK]}, threads=threads)
+
+    def reset(self) -> np.ndarray:
+        return self.env.reset(seed=0)[0]
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        obs, _, terminated, truncated, _ = self.env.step(actions)
+        return obs, terminated | truncated
+
+
+class MultiFlow:
+    """SharedLinks: two learned flows and a cubic flow per link, all stepped in one call."""
+
+    rows_per_env = 2
+
+    def __init__(self, num_envs: int, threads: int) -> None:
+        config = EnvConfig(links=[LINK], competitors=["self+cubic"])
+        self.links = SharedLinks(num_envs, config, threads=threads)
+        self.rng = np.random.default_rng(0)
+
+    def reset(self) -> np.ndarray:
+        for i in range(self.links.num_sims):
+            self.links.reset_sim(i, self.rng)
+        return self.links.first_step().obs
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.links.step(actions)
+        if not rows.done.all():
+            return rows.obs, np.zeros(len(rows.obs), dtype=bool)
+        return self.reset(), np.ones(len(rows.obs), dtype=bool)
+
+
+KINDS = {"single": SingleFlow, "multi": MultiFlow}
+
+
+def measure(kind: str, num_envs: int, seconds: float, threads: int,
+            make_chooser: Callable[[int], Chooser]) -> dict[str, float]:
+    env = KINDS[kind](num_envs, threads)
+    rows = num_envs * env.rows_per_env
+    choose = make_chooser(rows)
+    obs = env.reset()
+    starting = np.ones(rows, dtype=bool)
 
     def step() -> None:
         nonlocal obs, starting
-        obs, _, terminated, truncated, _ = env.step(choose(obs, starting))
-        starting = terminated | truncated
+        obs, starting = env.step(choose(obs, starting))
 
     for _ in range(WARMUP_STEPS):
         step()
@@ -70,10 +125,30 @@ def measure(num_envs: int, seconds: float, threads: int, choose: Chooser) -> dic
         step()
         steps += 1
     wall = time.perf_counter() - start
-    env_steps = steps * num_envs
-    return {"num_envs": num_envs, "vector_steps": steps, "wall_s": round(wall, 3),
-            "env_steps_per_s": round(env_steps / wall, 1),
-            "real_time_factor": round(env_steps * _core.STEP_MS / 1000.0 / wall, 1)}
+    env_steps = steps * rows
+    return {"env_steps_per_s": env_steps / wall,
+            "real_time_factor": env_steps * _core.STEP_MS / 1000.0 / wall}
+
+
+def median_of(kind: str, num_envs: int, args: argparse.Namespace, threads: int,
+              make_chooser: Callable[[int], Chooser]) -> dict[str, Any]:
+    runs = [measure(kind, num_envs, args.seconds, threads, make_chooser)
+            for _ in range(args.repeats)]
+    rates = [r["env_steps_per_s"] for r in runs]
+    best = runs[rates.index(statistics.median_low(rates))]
+    return {"flows": kind, "threads": threads, "num_envs": num_envs,
+            "env_steps_per_s": round(statistics.median(rates), 1),
+            "real_time_factor": round(best["real_time_factor"], 1),
+            "runs": [round(r, 1) for r in rates]}
+
+
+def speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each thread count's median rate over one thread's, per flows and N."""
+    one = {(r["flows"], r["num_envs"]): r["env_steps_per_s"] for r in results
+           if r["threads"] == 1}
+    return [{"flows": r["flows"], "num_envs": r["num_envs"], "threads": r["threads"],
+             "over_one_thread": round(r["env_steps_per_s"] / one[(r["flows"], r["num_envs"])], 2)}
+            for r in results if r["threads"] != 1 and (r["flows"], r["num_envs"]) in one]
 
 
 def load_policy(name: str):
@@ -91,19 +166,27 @@ def load_policy(name: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="measured time per N")
-    parser.add_argument("--threads", type=int, default=0, help="C++ threads (0: one per core)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="measured time per run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--threads", default="1,2,0",
+                        help="C++ thread counts, comma-separated (0: the default choice)")
+    parser.add_argument("--flows", default="single,multi", help="single, multi or both")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="values of N")
     parser.add_argument("--policy", help="lstm (random weights) or a run folder; "
                                          "default: random actions, no policy")
     args = parser.parse_args()
     policy = load_policy(args.policy) if args.policy else None
-    results = []
-    for n in SIZES:
-        choose = policy_actions(policy, n) if policy else random_actions(n)
-        results.append(measure(n, args.seconds, args.threads, choose))
+
+    def make_chooser(rows: int) -> Chooser:
+        return policy_actions(policy, rows) if policy else random_actions(rows)
+
+    results = [median_of(kind, n, args, threads, make_chooser)
+               for kind in args.flows.split(",") for threads in map(int, args.threads.split(","))
+               for n in map(int, args.sizes.split(","))]
     print(json.dumps({"link": LINK, "actions": args.policy or "uniform random",
-                      "threads": args.threads, "cpus": os.cpu_count(),
-                      "machine": platform.machine(), "results": results}, indent=2))
+                      "cpus": os.cpu_count(), "machine": platform.machine(),
+                      "loadavg_1min": round(os.getloadavg()[0], 2), "repeats": args.repeats,
+                      "results": results, "speedups": speedups(results)}, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """ccgym.envs: gymnasium environments over the simulator.
 
-Importing this package registers "ccgym/Link-v0" (envs/link_env.py), natively vectorized
-by envs/vector.py:
+Importing this package registers "ccgym/Link-v0" (envs/link_env.py: one flow alone), natively
+vectorized by envs/vector.py, and "ccgym/SharedLink-v0" (envs/shared_link.py: one learned flow
+among classic competitors). Several learned flows on one link: the RLlib multi-agent env
+ccgym.envs.multi_agent.SharedLinkMultiAgentEnv (agents "flow_0", ...); what competes is
+EnvConfig data (envs/competitors.py).
 
     import ccgym.envs, gymnasium
     env = gymnasium.make("ccgym/Link-v0", config={"links": "indigo-synthetic"})
@@ -12,8 +15,12 @@ by envs/vector.py:
 from gymnasium.envs.registration import register, registry
 
 LINK_ENV_ID = "ccgym/Link-v0"
+SHARED_LINK_ENV_ID = "ccgym/SharedLink-v0"
+MULTI_AGENT_ENTRY_POINT = "ccgym.envs.multi_agent:SharedLinkMultiAgentEnv"
 
 # Re-importing (e.g. in a Ray worker that already has it) must not register twice.
 if LINK_ENV_ID not in registry:
     register(id=LINK_ENV_ID, entry_point="ccgym.envs.link_env:LinkEnv",
              vector_entry_point="ccgym.envs.vector:VecLinkEnv")
+if SHARED_LINK_ENV_ID not in registry:
+    register(id=SHARED_LINK_ENV_ID, entry_point="ccgym.envs.shared_link:SharedLinkEnv")

@@ -51,6 +51,7 @@ from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, PROBABILITY, SH
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
 from ccgym.emulators.links import Link, resolve_entries
+from ccgym.envs.competitors import COMPETITOR_ENTRIES, NONE, STARTS
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import LOOKBACKS, IdealWindow, expert_action, ideal_window
 
@@ -103,6 +104,17 @@ class EnvConfig:
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
+    # What shares the link, drawn per episode (envs/competitors.py says how): entries of
+    # "none", classic scheme specs, "self" / "self:N" (more learned flows), joined by "+".
+    # ccgym/Link-v0 runs its flow alone: it takes only ["none"]; ccgym/SharedLink-v0 and the
+    # multi-agent env (envs/multi_agent.py) take the rest.
+    competitors: list[str] = field(default_factory=lambda: [NONE], metadata=COMPETITOR_ENTRIES)
+    # Each competing flow's start relative to the learned flow's: "before", "with", "after".
+    competitor_starts: list[str] = field(default_factory=lambda: ["with"], metadata=STARTS)
+    # How far before or after (at most; drawn uniformly).
+    competitor_stagger_ms: float = field(default=2000.0, metadata=NON_NEGATIVE)
+    # The share of competing flows that stop before the episode's end.
+    competitor_stop: float = field(default=0.0, metadata=PROBABILITY)
 
     def __post_init__(self) -> None:
         broken = broken_rule(self)
@@ -131,6 +143,18 @@ class EnvConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def alone(self) -> bool:
+        """No competitor in any episode: what ccgym/Link-v0 runs."""
+        return all(e.strip() == NONE for e in self.competitors)
+
+    def check_alone(self, env_id: str) -> None:
+        """ValueError unless alone: env_id runs one flow only."""
+        if not self.alone:
+            raise ValueError(f"EnvConfig: competitors: {env_id} runs one flow alone; "
+                             f"use ccgym/SharedLink-v0 or the multi-agent env, got "
+                             f"{self.competitors!r}")
 
     @property
     def episode_steps(self) -> int:
@@ -243,6 +267,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         check_render_mode(render_mode)
         self.render_mode = render_mode
         self.config = EnvConfig.build(config, **kwargs)
+        self.config.check_alone("ccgym/Link-v0")
         self.links = resolve_env_links(self.config.links)
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(_core.NUM_ACTIONS)

@@ -11,7 +11,8 @@
 Sub-environment i behaves exactly as a LinkEnv with the same config reset with seed s + i
 (test_vector.py checks this step by step): the same links, simulation seeds, observations,
 rewards and infos (see envs/link_env.py for their definitions). One call steps every
-simulation STEP_MS in C++ on `threads` threads (0: one per core) without the GIL.
+simulation STEP_MS in C++ on `threads` threads (0: chosen by size, never slower than one; see
+emulators/cpp/vec_simulator.hh) without the GIL.
 
 Autoreset is gymnasium's SAME_STEP mode: when an episode ends, the step that ends it
 returns the first observation of the slot's next episode (a new link drawn from the
@@ -48,7 +49,6 @@ from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode,
                                  delivered_mbps, draw_episode, link_profile,
                                  observation_space, resolve_env_links, start_window,
                                  step_delay_ms, step_reward)
-from ccgym.oracle.ideal import expert_action
 
 
 
@@ -75,8 +75,9 @@ class VecLinkEnv(VectorEnv):
         if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if not isinstance(threads, int) or threads < 0:
-            raise ValueError(f"threads must be an integer >= 0 (0: one per core), got {threads!r}")
+            raise ValueError(f"threads must be an integer >= 0 (0: chosen by size), got {threads!r}")
         self.config = EnvConfig.build(config, **kwargs)
+        self.config.check_alone("ccgym/Link-v0")
         self.links = resolve_env_links(self.config.links)
         self.num_envs = num_envs
         self.single_observation_space = observation_space()
@@ -87,6 +88,8 @@ class VecLinkEnv(VectorEnv):
         self._vec = _core.VecSimulator(num_envs, threads)
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         self._profiles: list[LinkProfile | None] = [None] * num_envs
+        self._unique: list[LinkProfile] | None = None  # see _unique_profiles
+        self._profile_index = np.zeros(num_envs, dtype=np.int64)
         self._names = np.full(num_envs, "", dtype=object)
         self._rate = np.ones(num_envs)
         self._propagation = np.zeros(num_envs)
@@ -165,10 +168,20 @@ class VecLinkEnv(VectorEnv):
         window, self._held_steps[i] = start_window(self._rngs[i], profile, self.config)
         self._vec.reset(i, profile.spec, sim_seed, window)
         self._profiles[i] = profile
+        self._unique = None
         self._names[i] = profile.name
         self._rate[i] = profile.rate_mbps
         self._propagation[i] = profile.delay_ms
         self._previous_delay[i] = profile.delay_ms
+
+    def _unique_profiles(self) -> list[LinkProfile]:
+        """The slots' distinct links, each slot's index into them in _profile_index."""
+        if self._unique is None:
+            index: dict[LinkProfile, int] = {}
+            self._profile_index = np.array([index.setdefault(p, len(index))
+                                            for p in self._profiles], dtype=np.int64)
+            self._unique = list(index)
+        return self._unique
 
     def _autoreset(self, obs: np.ndarray, infos: dict[str, Any]) -> dict[str, Any]:
         """Every slot's episode ended on this step: start the next ones (SAME_STEP)."""
@@ -185,14 +198,14 @@ class VecLinkEnv(VectorEnv):
 
     def _infos(self, delivered: np.ndarray, delay: np.ndarray,
                windows: np.ndarray | None = None) -> dict[str, Any]:
-        n = self.num_envs
         if windows is None:
-            windows = np.array([self._vec.window(i) for i in range(n)], dtype=np.float64)
+            windows = self._vec.stats()[:, _core.STAT_WINDOW]
         now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
-        ideal = np.array([p.ideal.window(now) for p in self._profiles])
-        ceilings = [self._vec.growth_ceiling(i) for i in range(n)]
-        triples = zip(windows.tolist(), ideal.tolist(), ceilings)
-        self._expert = np.array([expert_action(w, g, c) for w, g, c in triples], dtype=np.int64)
+        # One oracle call per distinct link, one C++ call for every slot's expert action:
+        # nothing per slot in Python on the hot path.
+        links = self._unique_profiles()
+        ideal = np.array([p.ideal.window(now) for p in links])[self._profile_index]
+        self._expert = self._vec.closest_actions(ideal).astype(np.int64)
         infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
                  "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),
                  "delivered_mbps": np.asarray(delivered, dtype=np.float64),

@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include "emulators/cpp/simulator.hh"
 #include "emulators/cpp/spec.hh"
@@ -42,7 +43,9 @@ nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T> values, std::s
   return nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), {rows, cols}, owner);
 }
 
-std::vector<FlowSpec> to_flows(const std::vector<std::tuple<std::string, double, double>>& flows) {
+using FlowTuples = std::vector<std::tuple<std::string, double, double>>;
+
+std::vector<FlowSpec> to_flows(const FlowTuples& flows) {
   std::vector<FlowSpec> out;
   for (const auto& [scheme, start, stop] : flows) {
     FlowSpec f;
@@ -52,6 +55,27 @@ std::vector<FlowSpec> to_flows(const std::vector<std::tuple<std::string, double,
     out.push_back(f);
   }
   return out;
+}
+
+// A rows x cols numpy array filled by `fill`: `out` if given (C-contiguous, that shape),
+// else a new one numpy allocates (no C++ allocation per step).
+template <typename T, typename Fill>
+nb::object fill_rows(nb::object out, std::size_t rows, std::size_t cols, Fill fill) {
+  if (out.is_none()) {
+    out = nb::module_::import_("numpy").attr("empty")(
+        nb::make_tuple(rows, cols), std::is_same_v<T, float> ? "float32" : "float64");
+  }
+  auto array = nb::cast<nb::ndarray<T, nb::ndim<2>, nb::c_contig>>(out);
+  if (array.shape(0) != rows || array.shape(1) != cols) {
+    throw std::invalid_argument("out has the wrong shape");
+  }
+  fill(array.data());
+  return out;
+}
+
+std::size_t first_external(VecSimulator& v, std::size_t i) {
+  v.sim(i);  // raises for no such simulation, or one never reset
+  return v.row_flows()[v.row_begin(i)];
 }
 
 void check_flow(const Simulator& sim, std::size_t flow) {
@@ -99,6 +123,11 @@ NB_MODULE(_core, m) {
   m.attr("STAT_DELIVERED_BYTES") = kStatDeliveredBytes;
   m.attr("STAT_MEAN_DELAY_MS") = kStatMeanDelayMs;
   m.attr("STAT_WINDOW") = kStatWindow;
+  m.attr("STAT_ACTIVE") = kStatActive;
+  m.attr("STAT_ACTIVE_FLOWS") = kStatActiveFlows;
+  m.attr("STAT_CAPACITY_BYTES") = kStatCapacityBytes;
+  m.attr("STAT_GROWTH_CEILING") = kStatGrowthCeiling;
+  m.attr("STAT_COLUMNS") = kStatColumns;
   nb::list actions;
   for (const auto& a : kActions)
     actions.append(nb::make_tuple(a.op == Op::kMultiply ? "*" : "+", a.value));
@@ -253,27 +282,53 @@ NB_MODULE(_core, m) {
   }, "sims"_a, "until_ms"_a, "threads"_a = 0);
 
   nb::class_<VecSimulator>(m, "VecSimulator")
-      .def(nb::init<std::size_t, int>(), "n"_a, "threads"_a = 1)
+      .def(nb::init<std::size_t, int>(), "n"_a, "threads"_a = 1,
+           "n simulations; threads: 0 chooses by size (never slower than one), else that many.")
       .def("__len__", &VecSimulator::size)
-      .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = kInitialWindow)
+      .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = kInitialWindow,
+           "Starts simulation i afresh with one external flow (one row).")
+      .def("reset_flows", [](VecSimulator& v, std::size_t i, const std::string& link,
+                             uint64_t seed, const FlowTuples& flows, double window) {
+        v.reset_flows(i, link, seed, to_flows(flows), window);
+      }, "i"_a, "link"_a, "seed"_a, "flows"_a, "window"_a = kInitialWindow,
+         "Starts simulation i afresh with flows (scheme, start_ms, stop_ms; stop_ms < 0 runs\n"
+         "to the end); its 'external' flows are its rows, in flow order, at `window`.")
+      .def("advance", &VecSimulator::advance, "i"_a, "until_ms"_a,
+           "Runs simulation i alone to until_ms (competitors that start first).")
+      .def_prop_ro("num_rows", &VecSimulator::rows, "External flows of all simulations.")
+      .def_prop_ro("threads", &VecSimulator::threads, "Threads a step runs on.")
+      .def("row_begin", &VecSimulator::row_begin, "i"_a,
+           "Simulation i's first row; row_begin(len(self)) == num_rows.")
+      .def("row_flows", [](VecSimulator& v) { return to_numpy<uint32_t>(v.row_flows()); },
+           "Each row's flow index within its simulation.")
+      .def("previous_action", &VecSimulator::previous_action, "row"_a)
       .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions) {
-        if (actions.shape(0) != v.size()) throw std::invalid_argument("one action per environment");
+        if (actions.shape(0) != v.rows()) throw std::invalid_argument("one action per row");
         nb::gil_scoped_release release;
         v.step(actions.data());
-      }, "actions"_a, "Applies actions (-1: keep the window) and runs every simulation 10 ms.")
-      .def("observations", [](VecSimulator& v) {
-        std::vector<float> out(v.size() * kObsDim);
-        v.observations(out.data());
-        return to_numpy_2d<float>(std::move(out), v.size(), kObsDim);
-      })
-      .def("stats", [](VecSimulator& v) {
-        std::vector<double> out(v.size() * kStatColumns);
-        v.stats(out.data());
-        return to_numpy_2d<double>(std::move(out), v.size(), kStatColumns);
-      }, "The last step's statistics, one row per simulation, columns STAT_*.")
+      }, "actions"_a, "Applies one action per row (-1: keep the window), then runs every\n"
+                      "simulation 10 ms, on threads, without the GIL.")
+      .def("observations", [](VecSimulator& v, nb::object out) {
+        return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
+      }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.")
+      .def("stats", [](VecSimulator& v, nb::object out) {
+        return fill_rows<double>(out, v.rows(), kStatColumns, [&](double* p) { v.stats(p); });
+      }, "out"_a = nb::none(),
+         "The last step's statistics, one row per external flow, columns STAT_*; into out if given.")
+      .def("closest_actions", [](VecSimulator& v,
+                                 nb::ndarray<const double, nb::ndim<1>, nb::c_contig> targets) {
+        if (targets.shape(0) != v.rows()) throw std::invalid_argument("one target per row");
+        std::vector<int32_t> out(v.rows());
+        v.closest_actions(targets.data(), out.data());
+        return to_numpy<int32_t>(std::move(out));
+      }, "targets"_a, "Each row's action closest to its target window (the expert's label).")
       .def("now_ms", [](VecSimulator& v, std::size_t i) { return v.sim(i).now_ms(); }, "i"_a)
-      .def("window", [](VecSimulator& v, std::size_t i) { return v.sim(i).sender(0).window(); }, "i"_a)
+      .def("window", [](VecSimulator& v, std::size_t i) {
+        return v.sim(i).sender(first_external(v, i)).window();
+      }, "i"_a, "The window of simulation i's first external flow.")
       .def("growth_ceiling", [](VecSimulator& v, std::size_t i) {
-        return growth_ceiling(v.sim(i).sender(0).features(), *v.sim(i).external(0));
-      }, "i"_a, "How far a learned policy may grow slot i's window now (actions.hh).");
+        const std::size_t f = first_external(v, i);
+        return growth_ceiling(v.sim(i).sender(f).features(), *v.sim(i).external(f));
+      }, "i"_a, "How far a learned policy may grow the window of simulation i's first external\n"
+                "flow now (actions.hh).");
 }

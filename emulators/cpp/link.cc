@@ -59,6 +59,7 @@ void LinkDirection::advance(double now_ms) {
   // even when idle is what makes the capacity measurable.
   for (double t = delivery_->next_ms(); t <= now_ms; t = delivery_->next_ms()) {
     delivery_->pop();
+    ++opportunity_count_;
     if (record_opportunities_) opportunities_.push_back(t);
     if (in_service_ || !queue_->empty()) use_opportunity(t);
   }

@@ -46,6 +46,8 @@ class LinkDirection {
   // Records each opportunity's time (ms) while enabled: the link's capacity.
   void record_opportunities(bool on) { record_opportunities_ = on; }
   const std::vector<double>& opportunities() const { return opportunities_; }
+  // Opportunities so far, used or not, also while not recording: the capacity of a step.
+  uint64_t opportunity_count() const { return opportunity_count_; }
 
   const Queue& queue() const { return *queue_; }
   double delay_ms() const { return delay_ms_; }
@@ -69,6 +71,7 @@ class LinkDirection {
   std::vector<Packet> dropped_;
   bool record_opportunities_ = false;
   std::vector<double> opportunities_;
+  uint64_t opportunity_count_ = 0;
 };
 
 }  // namespace ccgym

@@ -5,11 +5,10 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include <unistd.h>
+#include "emulators/cpp/step_workers.hh"
 
 namespace ccgym {
 
@@ -51,6 +50,12 @@ double Simulator::min_rtt_ms() const {
   // One serialization of a data packet at the link's mean rate is not known in
   // general; twice the propagation delay is the floor every packet pays.
   return 2 * link_.delay_ms;
+}
+
+std::size_t Simulator::active_flows() const {
+  std::size_t n = 0;
+  for (const auto& sender : senders_) n += sender->active(now_ms_) ? 1 : 0;
+  return n;
 }
 
 void Simulator::clear_step_stats() {
@@ -147,86 +152,50 @@ void Simulator::run_until(double until_ms) {
 
 namespace {
 
-// Threads that stay alive between calls: an environment steps its links every
-// 10 ms of virtual time, and starting threads for each step cost more than the
-// step itself. The caller works too, so `participants` counts it.
-class StepPool {
+// Threads that stay alive between calls: an environment steps its links every 10 ms of
+// virtual time, and starting threads for each step cost more than the step itself. Each
+// participant takes the next simulation not yet taken until none is left (runs differ in
+// length); the caller takes part, and never waits for a worker that has not started
+// (step_workers.hh), so a call is never much slower than running them all itself.
+class SharedStepper {
  public:
-  explicit StepPool(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { loop(i); });
-  }
-  ~StepPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  int workers() const { return static_cast<int>(threads_.size()); }
+  explicit SharedStepper(int threads)
+      : workers_(threads, /*chunks_per_thread=*/1, [this](int part) { work(part); }) {}
+  int threads() const { return workers_.threads(); }
+  bool usable() const { return workers_.usable(); }
 
   void run(std::vector<Simulator*>& sims, double until_ms, int participants) {
-    std::unique_lock<std::mutex> lock(mutex_);
     sims_ = &sims;
     until_ms_ = until_ms;
-    next_ = 0;
-    helpers_ = std::min(participants - 1, workers());
-    busy_ = helpers_;
-    ++generation_;
-    lock.unlock();
-    wake_.notify_all();
-    work();
-    lock.lock();
-    done_.wait(lock, [this] { return busy_ == 0; });
+    participants_ = participants;
+    next_.store(0, std::memory_order_relaxed);
+    workers_.run();  // publishes the fields above to the workers
     sims_ = nullptr;
   }
 
  private:
-  void loop(int index) {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (index >= helpers_) continue;  // not needed for this call
-      lock.unlock();
-      work();
-      lock.lock();
-      if (--busy_ == 0) done_.notify_one();
-    }
-  }
-  void work() {
+  void work(int part) {
+    if (part >= participants_) return;  // the caller asked for fewer threads
     const std::size_t n = sims_->size();
     for (std::size_t i = next_++; i < n; i = next_++) (*sims_)[i]->run_until(until_ms_);
   }
 
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  bool stop_ = false;
-  uint64_t generation_ = 0;
-  int helpers_ = 0;
-  int busy_ = 0;
   std::vector<Simulator*>* sims_ = nullptr;
   double until_ms_ = 0;
+  int participants_ = 1;
   std::atomic<std::size_t> next_{0};
+  StepWorkers workers_;  // last: its threads start once the fields above exist
 };
 
-std::mutex pool_mutex;  // one call at a time uses the pool
+std::mutex stepper_mutex;  // one call at a time uses the shared threads
 
-StepPool& step_pool() {
-  static const int workers = std::max(0, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-  // A forked child has none of the parent's threads: it gets a pool of its own
-  // (the parent's is left alone, not destroyed, since its threads are not here).
-  static pid_t owner = getpid();
-  static StepPool* pool = new StepPool(workers);
-  if (getpid() != owner) {
-    owner = getpid();
-    pool = new StepPool(workers);
-  }
-  return *pool;
+SharedStepper& shared_stepper() {
+  static const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // A forked child has none of the parent's threads: it gets threads of its own (the
+  // parent's stepper is left alone, not destroyed, since its threads are not here).
+  static SharedStepper* stepper = new SharedStepper(threads);
+  if (!stepper->usable()) stepper = new SharedStepper(threads);
+  return *stepper;
 }
 
 }  // namespace
@@ -239,8 +208,8 @@ void run_all_until(std::vector<Simulator*>& sims, double until_ms, int threads) 
     for (auto* sim : sims) sim->run_until(until_ms);
     return;
   }
-  std::lock_guard<std::mutex> lock(pool_mutex);
-  step_pool().run(sims, until_ms, threads);
+  std::lock_guard<std::mutex> lock(stepper_mutex);
+  shared_stepper().run(sims, until_ms, threads);
 }
 
 }  // namespace ccgym

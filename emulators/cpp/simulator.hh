@@ -57,6 +57,8 @@ class Simulator {
   // The flow's controller if it is external; nullptr otherwise.
   ExternalWindow* external(std::size_t flow) { return externals_[flow]; }
   const StepStats& step_stats(std::size_t flow) const { return step_stats_[flow]; }
+  // Flows sending now (started, not stopped), classic and external alike.
+  std::size_t active_flows() const;
   void clear_step_stats();
 
   const PacketLog& log() const { return log_; }

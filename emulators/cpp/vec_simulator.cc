@@ -1,8 +1,10 @@
 #include "emulators/cpp/vec_simulator.hh"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "emulators/cpp/spec.hh"
 #include "policies/cpp/actions.hh"
@@ -11,19 +13,48 @@
 
 namespace ccgym {
 
-VecSimulator::VecSimulator(std::size_t n, int threads)
-    : sims_(n), previous_action_(n, kHoldAction), threads_(threads) {
-  stepping_.reserve(n);
+int default_threads(std::size_t flows) {
+  const auto cores = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  return static_cast<int>(std::clamp<std::size_t>(flows / kMinFlowsPerThread, 1, cores));
 }
 
+VecSimulator::VecSimulator(std::size_t n, int threads)
+    : sims_(n), rows_(n), stale_(n, 1), requested_threads_(threads) {
+  if (threads < 0) throw std::invalid_argument("threads must be >= 0 (0: chosen by size)");
+}
+
+VecSimulator::~VecSimulator() = default;
+
 void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
-  if (i >= sims_.size()) throw std::out_of_range("no such environment");
   FlowSpec flow;
   flow.scheme = "external";
-  sims_[i] = std::make_unique<Simulator>(parse_link_spec(link), std::vector<FlowSpec>{flow}, seed,
-                                         /*record_log=*/false);
-  sims_[i]->external(0)->set_window(window);
-  previous_action_[i] = kHoldAction;
+  reset_flows(i, link, seed, {flow}, window);
+}
+
+void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t seed,
+                               const std::vector<FlowSpec>& flows, double window) {
+  if (i >= sims_.size()) throw std::out_of_range("no such environment");
+  auto sim = std::make_unique<Simulator>(parse_link_spec(link), flows, seed, /*record_log=*/false);
+  SimRows rows;
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    if (!sim->external(f)) continue;
+    sim->external(f)->set_window(window);
+    rows.flows.push_back(static_cast<uint32_t>(f));
+  }
+  if (rows.flows.empty()) throw std::invalid_argument("a simulation needs an external flow");
+  rows.previous.assign(rows.flows.size(), kHoldAction);
+  // The slices balance flows: a simulation with more or fewer of them redraws them.
+  dirty_ = dirty_ || !sims_[i] || rows.flows != rows_[i].flows ||
+           sims_[i]->num_flows() != sim->num_flows();
+  sims_[i] = std::move(sim);
+  rows_[i] = std::move(rows);
+  stale_[i] = 1;
+}
+
+void VecSimulator::advance(std::size_t i, double until_ms) {
+  sim(i).run_until(until_ms);
+  sim(i).clear_step_stats();
+  stale_[i] = 1;
 }
 
 Simulator& VecSimulator::sim(std::size_t i) {
@@ -32,43 +63,182 @@ Simulator& VecSimulator::sim(std::size_t i) {
   return *sims_[i];
 }
 
-void VecSimulator::step(const int32_t* actions) {
-  stepping_.clear();
-  for (std::size_t i = 0; i < sims_.size(); ++i) {
-    Simulator& s = sim(i);
-    const int a = actions[i];
-    if (a >= kNumActions) throw std::invalid_argument("action out of range");
-    s.clear_step_stats();
-    if (a >= 0) {
-      take_policy_action(s.sender(0).features(), *s.external(0), a);
-      previous_action_[i] = a;
-    }
-    stepping_.push_back(&s);
-  }
-  // The slots share one clock: every episode starts and ends together (envs/vector.py).
-  const double until = sims_.empty() ? 0 : sim(0).now_ms() + kStepMs;
-  run_all_until(stepping_, until, threads_);
+VecSimulator::Layout& VecSimulator::layout() {
+  if (dirty_) rebuild_layout();
+  return layout_;
 }
 
-void VecSimulator::observations(float* out) {
-  for (std::size_t i = 0; i < sims_.size(); ++i) {
-    Simulator& s = sim(i);
-    SenderModel& sender = s.sender(0);
-    const auto obs =
-        sender.features().observation(sender.window(), previous_action_[i], s.now_ms());
-    std::copy(obs.begin(), obs.end(), out + i * kObsDim);
-  }
+std::size_t VecSimulator::rows() { return layout().flow.size(); }
+
+std::size_t VecSimulator::row_begin(std::size_t i) {
+  if (i > sims_.size()) throw std::out_of_range("no such environment");
+  return layout().begin[i];
 }
 
-void VecSimulator::stats(double* out) {
+const std::vector<uint32_t>& VecSimulator::row_flows() { return layout().flow; }
+
+void VecSimulator::rebuild_layout() {
+  Layout& l = layout_;
+  l.begin.assign(1, 0);
+  l.flow.clear();
+  std::size_t flows = 0;
   for (std::size_t i = 0; i < sims_.size(); ++i) {
-    Simulator& s = sim(i);
-    const StepStats& st = s.step_stats(0);
-    double* row = out + i * kStatColumns;
+    flows += sim(i).num_flows();
+    l.flow.insert(l.flow.end(), rows_[i].flows.begin(), rows_[i].flows.end());
+    l.begin.push_back(l.flow.size());
+  }
+  l.obs.assign(l.flow.size() * kObsDim, 0.0f);
+  l.stats.assign(l.flow.size() * kStatColumns, 0.0);
+  std::fill(stale_.begin(), stale_.end(), 1);
+  const std::size_t n = sims_.size();
+  threads_ = requested_threads_ > 0 ? static_cast<int>(std::min<std::size_t>(
+                                          static_cast<std::size_t>(requested_threads_), n))
+                                    : default_threads(flows);
+  threads_ = std::max(1, threads_);
+  // Contiguous chunks with about equal numbers of flows: a flow's packets are the work.
+  const std::size_t chunks = static_cast<std::size_t>(threads_) * kChunksPerThread;
+  l.slice.assign(1, 0);
+  std::size_t done = 0;
+  for (std::size_t part = 1; part < chunks; ++part) {
+    const std::size_t goal = flows * part / chunks;
+    std::size_t i = l.slice.back();
+    while (i < n && done + sims_[i]->num_flows() <= goal) done += sims_[i++]->num_flows();
+    l.slice.push_back(i);
+  }
+  l.slice.push_back(n);
+  if (!workers_ || workers_->threads() != threads_ || !workers_->usable()) make_workers();
+  tuner_ = ThreadTuner{};
+  tuner_.adaptive = requested_threads_ == 0 && threads_ > 1;
+  dirty_ = false;
+}
+
+int VecSimulator::previous_action(std::size_t row) {
+  const Layout& l = layout();
+  if (row >= l.flow.size()) throw std::out_of_range("no such row");
+  const auto i = static_cast<std::size_t>(std::upper_bound(l.begin.begin(), l.begin.end(), row) -
+                                          l.begin.begin()) - 1;
+  return rows_[i].previous[row - l.begin[i]];
+}
+
+void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
+  Simulator& s = *sims_[i];
+  const double active_flows = static_cast<double>(s.active_flows());
+  const std::size_t first = layout_.begin[i];
+  for (std::size_t r = first; r < layout_.begin[i + 1]; ++r) {
+    const uint32_t f = layout_.flow[r];
+    SenderModel& sender = s.sender(f);
+    const auto obs = sender.features().observation(sender.window(),
+                                                   rows_[i].previous[r - first], s.now_ms());
+    std::copy(obs.begin(), obs.end(), layout_.obs.begin() + static_cast<std::ptrdiff_t>(r * kObsDim));
+    const StepStats& st = s.step_stats(f);
+    double* row = layout_.stats.data() + r * kStatColumns;
     row[kStatDeliveredBytes] = st.delivered_bytes;
     row[kStatMeanDelayMs] = st.arrivals ? st.delay_sum_ms / static_cast<double>(st.arrivals)
                                         : std::numeric_limits<double>::quiet_NaN();
-    row[kStatWindow] = s.sender(0).window();
+    row[kStatWindow] = sender.window();
+    row[kStatActive] = sender.active(s.now_ms()) ? 1.0 : 0.0;
+    row[kStatActiveFlows] = active_flows;
+    row[kStatCapacityBytes] = static_cast<double>(capacity_bytes);
+    row[kStatGrowthCeiling] = growth_ceiling(sender.features(), *s.external(f));
+  }
+}
+
+void VecSimulator::make_workers() {
+  if (workers_ && !workers_->usable()) {
+    workers_.release();  // a forked child: the parent's threads cannot be joined here
+  }
+  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(kChunksPerThread),
+                                           [this](int chunk) { step_chunk(chunk); });
+}
+
+void VecSimulator::step_chunk(int part) {
+  const auto p = static_cast<std::size_t>(part);
+  for (std::size_t i = layout_.slice[p]; i < layout_.slice[p + 1]; ++i) {
+    Simulator& s = *sims_[i];
+    s.clear_step_stats();
+    const std::size_t first = layout_.begin[i];
+    for (std::size_t r = first; r < layout_.begin[i + 1]; ++r) {
+      const int a = actions_[r];
+      if (a < 0) continue;
+      take_policy_action(s.sender(layout_.flow[r]).features(), *s.external(layout_.flow[r]), a);
+      rows_[i].previous[r - first] = a;
+    }
+    const uint64_t before = s.data_direction().opportunity_count();
+    s.run_until(s.now_ms() + kStepMs);
+    record_sim(i, (s.data_direction().opportunity_count() - before) * kOpportunityBytes);
+    stale_[i] = 0;
+  }
+}
+
+void VecSimulator::step(const int32_t* actions) {
+  Layout& l = layout();
+  for (std::size_t r = 0; r < l.flow.size(); ++r) {
+    if (actions[r] >= kNumActions) throw std::invalid_argument("action out of range");
+  }
+  if (!workers_->usable()) make_workers();  // a forked child: threads of its own
+  actions_ = actions;
+  if (threads_ == 1 || !tuner_.parallel_next()) {
+    // On the caller alone: the same chunks in the same order, so the same results.
+    const auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < workers_->chunks(); ++c) step_chunk(c);
+    tuner_.record(false, std::chrono::steady_clock::now() - start);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    workers_->run();
+    tuner_.record(true, std::chrono::steady_clock::now() - start);
+  }
+  actions_ = nullptr;
+}
+
+bool ThreadTuner::parallel_next() const {
+  if (!adaptive) return true;
+  const uint64_t phase = steps % kTunePeriodSteps;
+  if (phase < kProbeSteps) return false;
+  if (phase < 2 * kProbeSteps) return true;
+  return parallel;
+}
+
+void ThreadTuner::record(bool was_parallel, std::chrono::steady_clock::duration took) {
+  if (!adaptive) return;
+  const uint64_t phase = steps++ % kTunePeriodSteps;
+  if (phase >= 2 * kProbeSteps) return;
+  (was_parallel ? parallel_time : serial_time) += took;
+  if (phase + 1 == 2 * kProbeSteps) {
+    parallel = parallel_time < serial_time;
+    parallel_time = serial_time = {};
+  }
+}
+
+// Simulations reset since the last step have not been recorded: their first observation,
+// and statistics of nothing (no step yet, capacity 0).
+void VecSimulator::record_stale() {
+  layout();
+  for (std::size_t i = 0; i < sims_.size(); ++i) {
+    if (!stale_[i]) continue;
+    record_sim(i, 0);
+    stale_[i] = 0;
+  }
+}
+
+void VecSimulator::observations(float* out) {
+  record_stale();
+  std::copy(layout_.obs.begin(), layout_.obs.end(), out);
+}
+
+void VecSimulator::stats(double* out) {
+  record_stale();
+  std::copy(layout_.stats.begin(), layout_.stats.end(), out);
+}
+
+void VecSimulator::closest_actions(const double* targets, int32_t* out) {
+  Layout& l = layout();
+  for (std::size_t i = 0; i < sims_.size(); ++i) {
+    Simulator& s = *sims_[i];
+    for (std::size_t r = l.begin[i]; r < l.begin[i + 1]; ++r) {
+      SenderModel& sender = s.sender(l.flow[r]);
+      const double ceiling = growth_ceiling(sender.features(), *s.external(l.flow[r]));
+      out[r] = closest_action(sender.window(), targets[r], ceiling);
+    }
   }
 }
 

@@ -1,8 +1,15 @@
-// N independent single-flow simulations whose window a learned policy sets every kStepMs:
-// the engine of the vectorized environment (envs/vector.py) and of DAgger's rollouts. One
-// call steps them all, on threads; observations and per-step statistics come out as flat
-// row-major arrays the binding hands to numpy.
+// N independent simulations whose external flows a learned policy drives every kStepMs: the
+// engine of the vectorized environments (envs/) and of DAgger's rollouts. Each simulation
+// holds one or more external flows (the learned ones) beside any classic competitors, each
+// flow with its own start and stop time. One call steps every external flow of every
+// simulation; observations and per-step statistics come out as flat row-major arrays, one
+// row per external flow ("row"), rows ordered by simulation, then by flow within it.
+//
+// Stepping scales with cores: worker threads live as long as the VecSimulator, each owns
+// fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
+// (step_workers.hh). Buffers are sized at reset, never per step.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,40 +17,131 @@
 #include <vector>
 
 #include "emulators/cpp/simulator.hh"
+#include "emulators/cpp/step_workers.hh"
 
 namespace ccgym {
 
-// Columns of VecSimulator::stats(), one row per simulation, for the last step: bytes
-// delivered, mean one-way delay of the packets that arrived (ms; NaN if none), the window.
+// Columns of VecSimulator::stats(), one row per external flow, for the last step: bytes
+// delivered, mean one-way delay of the packets that arrived (ms; NaN if none), the window,
+// whether the flow sends at the step's end (1: started, not stopped), how many flows of its
+// simulation send then (classic ones included), the bytes the link could carry during the
+// step (its delivery opportunities), and the flow's growth ceiling (actions.hh) now.
 inline constexpr std::size_t kStatDeliveredBytes = 0;
 inline constexpr std::size_t kStatMeanDelayMs = 1;
 inline constexpr std::size_t kStatWindow = 2;
-inline constexpr std::size_t kStatColumns = 3;
+inline constexpr std::size_t kStatActive = 3;
+inline constexpr std::size_t kStatActiveFlows = 4;
+inline constexpr std::size_t kStatCapacityBytes = 5;
+inline constexpr std::size_t kStatGrowthCeiling = 6;
+inline constexpr std::size_t kStatColumns = 7;
+
+// The default number of threads spreads at least this many flows onto each: below it a
+// step is so short that the hand-off between threads costs more than it saves
+// (benchmarks/bench_env.py).
+inline constexpr std::size_t kMinFlowsPerThread = 24;
+// Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
+// machine) leaves only part of its share to the others.
+inline constexpr std::size_t kChunksPerThread = 4;
+
+// With the default thread count, whether a step runs on the threads or on the caller alone
+// is measured, not assumed: on a machine whose cores are busy with other work a thread may
+// be preempted inside its chunk, and every step then waits for it. Every kTunePeriodSteps
+// steps, kProbeSteps run on the caller alone, kProbeSteps on the threads, and the faster
+// runs until the next probe. Only the wall-clock time of the steps is read, to choose; the
+// results are the same either way (the simulations never read a clock).
+inline constexpr uint64_t kTunePeriodSteps = 2048;
+inline constexpr uint64_t kProbeSteps = 32;
+
+struct ThreadTuner {
+  bool adaptive = false;  // off: always on the threads
+  bool parallel = true;   // the choice of the last probe
+  uint64_t steps = 0;
+  std::chrono::steady_clock::duration serial_time{}, parallel_time{};
+  bool parallel_next() const;
+  void record(bool was_parallel, std::chrono::steady_clock::duration took);
+};
 
 class VecSimulator {
  public:
+  // threads: 0 chooses by size (default_threads()) and, step by step, between those
+  // threads and the caller alone (ThreadTuner); else that many (at most one per simulation).
   VecSimulator(std::size_t n, int threads);
+  ~VecSimulator();
   VecSimulator(const VecSimulator&) = delete;
   VecSimulator& operator=(const VecSimulator&) = delete;
 
   std::size_t size() const { return sims_.size(); }
   // Starts simulation i afresh on `link` with one external flow at `window`.
   void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
+  // Starts simulation i afresh with `flows`; those whose scheme is "external" are its rows,
+  // each starting at `window`. std::invalid_argument if none is external.
+  void reset_flows(std::size_t i, const std::string& link, uint64_t seed,
+                   const std::vector<FlowSpec>& flows, double window);
   // Simulation i; std::out_of_range for no such one, std::invalid_argument if never reset.
   Simulator& sim(std::size_t i);
-  // Applies actions[i] to simulation i (-1 leaves its window), then runs all kStepMs.
+
+  // Runs simulation i alone to until_ms, its windows as they are: a start before the
+  // learned flows' (competitors that started earlier). Its statistics then describe no step.
+  void advance(std::size_t i, double until_ms);
+
+  // Rows (external flows) of all simulations; every simulation must have been reset.
+  std::size_t rows();
+  // The first row of simulation i; row_begin(size()) == rows().
+  std::size_t row_begin(std::size_t i);
+  // The flow index within its simulation of each row, in row order.
+  const std::vector<uint32_t>& row_flows();
+
+  // Applies actions[r] to row r's flow (-1 leaves its window), then runs every simulation
+  // kStepMs further, each from its own clock.
   void step(const int32_t* actions);
-  int previous_action(std::size_t i) const { return previous_action_.at(i); }
-  // size() x kObsDim observations, written to out.
+  // The last action applied to row r's flow (kHoldAction since its reset).
+  int previous_action(std::size_t row);
+  // rows() x kObsDim observations, written to out.
   void observations(float* out);
-  // size() x kStatColumns statistics of the last step, written to out.
+  // rows() x kStatColumns statistics of the last step, written to out.
   void stats(double* out);
+  // The action of each row whose result (within its growth ceiling) is closest to
+  // targets[r]: the expert's label for the oracle's windows.
+  void closest_actions(const double* targets, int32_t* out);
+  // Threads a step runs on (chosen when the rows are laid out, after the resets).
+  int threads() {
+    layout();
+    return threads_;
+  }
 
  private:
+  struct SimRows {
+    std::vector<uint32_t> flows;  // the simulation's external flows
+    std::vector<int> previous;    // the last action applied to each
+  };
+  struct Layout {
+    std::vector<std::size_t> begin;  // size() + 1 row offsets
+    std::vector<uint32_t> flow;      // per row
+    std::vector<float> obs;          // rows x kObsDim, written by step()
+    std::vector<double> stats;       // rows x kStatColumns, written by step()
+    std::vector<std::size_t> slice;  // chunks + 1 simulation offsets (step_workers.hh)
+  };
+  Layout& layout();
+  void rebuild_layout();
+  void step_chunk(int chunk);
+  void make_workers();
+  void record_sim(std::size_t i, uint64_t capacity_bytes);
+  void record_stale();
+
   std::vector<std::unique_ptr<Simulator>> sims_;
-  std::vector<Simulator*> stepping_;  // reused by step(): no allocation per step
-  std::vector<int> previous_action_;
-  int threads_;
+  std::vector<SimRows> rows_;    // per simulation
+  std::vector<uint8_t> stale_;   // per simulation: reset since its rows were recorded
+  Layout layout_;
+  bool dirty_ = true;  // a reset changed the rows
+  const int32_t* actions_ = nullptr;  // of the step under way
+  int requested_threads_;
+  int threads_ = 1;
+  std::unique_ptr<StepWorkers> workers_;
+  ThreadTuner tuner_;
 };
+
+// The default thread count for simulations holding `flows` flows in all: one per
+// kMinFlowsPerThread flows, at most one per core.
+int default_threads(std::size_t flows);
 
 }  // namespace ccgym

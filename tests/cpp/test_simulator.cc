@@ -1,4 +1,5 @@
-// The simulator stepped on the thread pool gives what it gives serially.
+// The simulator stepped on the thread pool gives what it gives serially; flows of fixed
+// windows share a link in proportion to their windows.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -34,6 +35,44 @@ TEST(SimulatorPool, ManySmallParallelStepsEqualSerialRuns) {
     EXPECT_EQ(parallel[i]->log().send_ms, serial[i]->log().send_ms);
     EXPECT_EQ(parallel[i]->log().dropped, serial[i]->log().dropped);
   }
+}
+
+// Bytes each flow delivered from from_ms to the end, over all of them.
+std::vector<double> shares(const Simulator& sim, double from_ms) {
+  std::vector<double> bytes(sim.num_flows(), 0.0);
+  const PacketLog& log = sim.log();
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    if (log.arrival_ms[k] >= from_ms) bytes[log.flow[k]] += log.bytes[k];
+  }
+  double total = 0;
+  for (double b : bytes) total += b;
+  for (double& b : bytes) b /= total;
+  return bytes;
+}
+
+// Window-limited flows behind a standing FIFO queue: each has its window in the queue's
+// mix, so a flow's share is its share of the windows (both above a BDP of 40 packets
+// together, neither dropped by the unlimited queue).
+std::vector<double> fixed_window_shares(int w0, int w1) {
+  FlowSpec a, b;
+  a.scheme = "fixed:window=" + std::to_string(w0);
+  b.scheme = "fixed:window=" + std::to_string(w1);
+  b.start_ms = 500;
+  Simulator sim(parse_link_spec("rate_mbps=12,delay_ms=20"), {a, b}, 1);
+  sim.run_until(20000);
+  return shares(sim, 5000);
+}
+
+TEST(SharedLink, EqualFixedWindowsSplitTheLinkEvenly) {
+  const auto s = fixed_window_shares(50, 50);
+  EXPECT_NEAR(s[0], 0.5, 0.02);
+  EXPECT_NEAR(s[1], 0.5, 0.02);
+}
+
+TEST(SharedLink, UnequalFixedWindowsSplitItInProportion) {
+  const auto s = fixed_window_shares(30, 90);
+  EXPECT_NEAR(s[0], 0.25, 0.02);
+  EXPECT_NEAR(s[1], 0.75, 0.02);
 }
 
 }  // namespace

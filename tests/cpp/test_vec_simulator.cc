@@ -1,9 +1,13 @@
-// The vectorized environment's engine: N single-flow simulations stepped together.
+// The vectorized environments' engine: N simulations, each with one or more external flows
+// beside classic ones, stepped together on threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "emulators/cpp/vec_simulator.hh"
@@ -49,6 +53,112 @@ TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
   EXPECT_EQ(obs[kObsActionOffset + 0], 1.0f);                     // slot 0: its /2
   EXPECT_EQ(obs[kObsDim + kObsActionOffset + kHoldAction], 1.0f);  // slot 1: still "hold"
   EXPECT_GT(obs[4], 0.0f);  // a min RTT was measured
+}
+
+FlowSpec flow(const std::string& scheme, double start_ms = 0, double stop_ms = kNever) {
+  FlowSpec f;
+  f.scheme = scheme;
+  f.start_ms = start_ms;
+  f.stop_ms = stop_ms;
+  return f;
+}
+
+// Two external flows and a cubic competitor per simulation, its start staggered by slot.
+void reset_shared(VecSimulator& vec) {
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    const double start = 100.0 * static_cast<double>(i % 4);
+    vec.reset_flows(i, "rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80",
+                    i + 7, {flow("external"), flow("cubic", start), flow("external", 200)}, 10);
+  }
+}
+
+TEST(VecSimulator, RowsAreTheExternalFlowsInSimulationOrder) {
+  VecSimulator vec(3, 1);
+  reset_shared(vec);
+  vec.reset(1, kLink, 3, 10);  // one external flow only
+  ASSERT_EQ(vec.rows(), 5u);
+  EXPECT_EQ(vec.row_begin(1), 2u);
+  EXPECT_EQ(vec.row_begin(2), 3u);
+  EXPECT_EQ(vec.row_begin(3), 5u);
+  EXPECT_EQ(vec.row_flows(), (std::vector<uint32_t>{0, 2, 0, 0, 2}));
+  EXPECT_THROW(vec.reset_flows(0, kLink, 1, {flow("cubic")}, 10), std::invalid_argument);
+}
+
+TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
+  const std::size_t n = 9;  // slices of unequal sizes
+  VecSimulator one(n, 1), three(n, 3);
+  reset_shared(one);
+  reset_shared(three);
+  EXPECT_EQ(three.threads(), 3);
+  const std::size_t rows = one.rows();
+  std::vector<int32_t> actions(rows);
+  std::vector<float> obs_one(rows * kObsDim), obs_three(rows * kObsDim);
+  std::vector<double> st_one(rows * kStatColumns), st_three(rows * kStatColumns);
+  for (int step = 0; step < 300; ++step) {
+    for (std::size_t r = 0; r < rows; ++r) actions[r] = static_cast<int32_t>((step * 7 + r) % kNumActions);
+    one.step(actions.data());
+    three.step(actions.data());
+    one.observations(obs_one.data());
+    three.observations(obs_three.data());
+    one.stats(st_one.data());
+    three.stats(st_three.data());
+    ASSERT_EQ(obs_one, obs_three) << "step " << step;
+    for (std::size_t k = 0; k < st_one.size(); ++k) {
+      if (std::isnan(st_one[k])) {
+        ASSERT_TRUE(std::isnan(st_three[k]));
+      } else {
+        ASSERT_EQ(st_one[k], st_three[k]) << "step " << step << " entry " << k;
+      }
+    }
+  }
+}
+
+TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
+  const std::size_t n = 3 * kMinFlowsPerThread;  // several threads where there are cores
+  VecSimulator one(n, 1), chosen(n, 0);
+  reset_shared(one);
+  reset_shared(chosen);
+  EXPECT_EQ(chosen.threads(), default_threads(3 * n));
+  const std::size_t rows = one.rows();
+  std::vector<int32_t> actions(rows);
+  std::vector<float> obs_one(rows * kObsDim), obs_chosen(rows * kObsDim);
+  // Past two probes: the caller alone, then the threads, then the faster.
+  for (uint64_t step = 0; step < 3 * kProbeSteps; ++step) {
+    for (std::size_t r = 0; r < rows; ++r) actions[r] = static_cast<int32_t>((step + r) % kNumActions);
+    one.step(actions.data());
+    chosen.step(actions.data());
+    one.observations(obs_one.data());
+    chosen.observations(obs_chosen.data());
+    ASSERT_EQ(obs_one, obs_chosen) << "step " << step;
+  }
+}
+
+TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
+  VecSimulator vec(1, 1);
+  vec.reset_flows(0, kLink, 1, {flow("external", 0, 300), flow("cubic", 100, 200),
+                                flow("external", 150)}, 10);
+  const std::vector<int32_t> hold(2, kHoldAction);
+  std::vector<double> st(2 * kStatColumns);
+  auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
+  for (int step = 1; step <= 40; ++step) {
+    vec.step(hold.data());
+    vec.stats(st.data());
+    const double now = step * kStepMs;
+    const double expected = (now < 300) + (now >= 100 && now < 200) + (now >= 150);
+    ASSERT_EQ(at(0, kStatActiveFlows), expected) << now;
+    ASSERT_EQ(at(0, kStatActive), now < 300 ? 1 : 0) << now;
+    ASSERT_EQ(at(1, kStatActive), now >= 150 ? 1 : 0) << now;
+    // A constant 12 Mbit/s link offers one 1500-byte opportunity per ms.
+    ASSERT_NEAR(at(1, kStatCapacityBytes), 10 * 1500, 1500) << now;
+  }
+}
+
+TEST(VecSimulator, DefaultThreadsGrowWithTheFlows) {
+  EXPECT_EQ(default_threads(1), 1);
+  EXPECT_EQ(default_threads(kMinFlowsPerThread - 1), 1);
+  EXPECT_GE(default_threads(1000 * kMinFlowsPerThread), 1);
+  EXPECT_LE(default_threads(1000 * kMinFlowsPerThread),
+            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
