@@ -22,17 +22,22 @@ from ccgym import flags
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="eval/run/calibrate JSON files, training run folders, plots folders")
-    parser.add_argument("-o", "--output", metavar="HTML", type=flags.output_file,
-                        default="report.html", help="the page to write (default report.html)")
+    parser.add_argument("-o", "--output", metavar="HTML",
+                        type=flags.output((".html", ".htm"), what="an HTML page"),
+                        default="report.html",
+                        help="the page to write (default report.html; '-': standard output); "
+                             "never one of the inputs")
     parser.add_argument("--title", default="ccgym report", help="the page's title")
 
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.html_report import build_report, read_inputs
-    from ccgym.files import atomic_write_text
+    from ccgym.files import atomic_write_text, check_not_input, human_stream
 
+    check_not_input(args.output, args.inputs, "-o")
     inputs = read_inputs(args.inputs)
     page = build_report(inputs, args.title)
     atomic_write_text(args.output, page)
-    print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB): open it in a browser")
+    print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB): open it in a browser",
+          file=human_stream(args.output))
     return 0

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110
+VECTOR_FORMATS = ("svg", "pdf")
 MS_PER_S = 1000.0
 ELLIPSE_POINTS = 100  # segments of each 1-sigma ellipse's outline
 CAPACITY_ALPHA = 0.25
@@ -73,10 +74,12 @@ def _legend(fig: Figure, ax: Any) -> None:
 
 
 def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
+    """The figure in the format its name says (.svg, .pdf), PNG otherwise (a pipe's name)."""
     target = Path(path)
+    kind = target.suffix.lower().lstrip(".")
     FigureCanvasAgg(fig)  # render with Agg whatever backend the caller's pyplot uses
     with atomic_open(target, "wb") as f:
-        fig.savefig(f, format="png", dpi=DPI)
+        fig.savefig(f, format=kind if kind in VECTOR_FORMATS else "png", dpi=DPI)
 
 
 def _window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:

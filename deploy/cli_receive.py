@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="UDP port to listen on")
     parser.add_argument("--bind", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this host only)")
-    parser.add_argument("--log", metavar="FILE", type=flags.output_file,
+    parser.add_argument("--log", metavar="FILE", type=flags.output(stdout=False, what="a log"),
                         help="arrival log (TSV, as analysis/ reads it)")
     parser.add_argument("--duration-s", type=flags.nonnegative_s, default=0.0,
                         help="stop after this long; 0 runs until Ctrl-C (default)")

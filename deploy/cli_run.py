@@ -38,6 +38,7 @@ from typing import Any
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import human_stream
 from ccgym.interrupts import sigterm_as_interrupt
 
 DEFAULT_DURATION_S = 30.0
@@ -62,9 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the rows as JSON (a list of objects)")
-    parser.add_argument("--plots", metavar="DIR", type=flags.output_folder,
-                        help="write PNG plots into DIR")
+                        help="write the rows as JSON (a list of objects); '-': standard output "
+                             "(the table then goes to standard error)")
+    parser.add_argument("--plots", metavar="DIR", type=flags.plots_folder,
+                        help="write plots and their index.html into DIR, replacing what an "
+                             "earlier --plots wrote there (a folder of other files is refused)")
     parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
                         help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -156,10 +159,12 @@ def run(args: argparse.Namespace) -> int:
         runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
                         simulated[0].log, simulated[0].opportunities_ms))
 
-    print(format_leaderboard(rows))
+    out = human_stream(args.json)
+    print(format_leaderboard(rows), file=out)
     if args.remote:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
-              f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown")
+              f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown",
+              file=out)
     write_outputs(rows, runs, args.json, args.plots)
     return 0
 
@@ -199,12 +204,13 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     if real.kernel_min_rtt_ms:
         row["kernel_min_rtt_ms"] = real.kernel_min_rtt_ms
     rows.append(row)
-    print(format_leaderboard(rows))
+    out = human_stream(args.json)
+    print(format_leaderboard(rows), file=out)
     for flow in row.get("flows", []):
         print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
-              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s")
+              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
     if "jain_index" in row:
-        print(f"Jain's fairness index: {row['jain_index']:.3f}")
+        print(f"Jain's fairness index: {row['jain_index']:.3f}", file=out)
     run = Run(link, label, args.seed, real.duration_ms, metrics, real.log.columns(),
               real.opportunities_ms)
     write_outputs(rows, [run], args.json, args.plots)

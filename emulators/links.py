@@ -439,6 +439,16 @@ def spec_fields(spec_text: str) -> dict[str, str]:
     return {key.strip(): value.strip() for key, sep, value in _spec_items(spec_text) if sep}
 
 
+def input_files(links: Sequence[Link], links_flag: str | None = None) -> list[str]:
+    """The files a verb reads for its links (a --links set file, their traces): an output
+    must not be one of them (ccgym.files.check_not_input)."""
+    files = [str(find_link_set(links_flag))] if links_flag is not None else []
+    for link in links:
+        fields = spec_fields(link.spec)
+        files += [fields[key] for key in TRACE_KEYS if fields.get(key)]
+    return files
+
+
 def find_link_set(name_or_path: str) -> Path:
     """A link set file from a path, or from the name of a packaged set ("indigo-synthetic")."""
     path = Path(name_or_path).expanduser()
