@@ -125,14 +125,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 def _copy_into(path: str | os.PathLike, source: Path) -> None:
     """source's bytes written into standard output or an existing node (appended: a regular
     file behind /dev/stdout keeps what its owner wrote before)."""
-    with open(source, "rb") as src:
-        if is_stdout(path):
-            sys.stdout.flush()
-            shutil.copyfileobj(src, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-            return
-        with open(path, "ab") as out:
-            shutil.copyfileobj(src, out)
+    try:
+        with open(source, "rb") as src:
+            if is_stdout(path):
+                sys.stdout.flush()
+                shutil.copyfileobj(src, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+                return
+            with open(path, "ab") as out:
+                shutil.copyfileobj(src, out)
+    except BrokenPipeError:
+        raise  # the reader has gone: the CLI ends quietly
+    except OSError as e:  # /dev/full, a device that refuses: the user's node, the user's error
+        raise UserError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
 
 
 @contextlib.contextmanager

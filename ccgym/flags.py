@@ -93,6 +93,8 @@ def output_folder(text: str) -> Path:
     path = Path(text).expanduser()
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path")
+    if text == files.STDOUT:
+        raise argparse.ArgumentTypeError("standard output cannot take a folder; give a folder")
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     existing = path.resolve()
