@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
                              f"oracle, lstm:runs/NAME|FILE.pt|FILE.onnx (default: {DEFAULT_SCHEMES})")
-    parser.add_argument("--runs", type=flags.count(1), default=1,
+    parser.add_argument("--runs", type=flags.count(1, flags.MAX_RUNS), default=1,
                         help="runs per scheme and link, seeds seed..seed+runs-1")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length (default: a trace once, else 30 s)")

@@ -22,7 +22,6 @@ import base64
 import html
 import json
 import math
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.files import temporary_folder
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }
@@ -434,7 +434,7 @@ def _page(title: str, body: str) -> str:
 
 def build_report(inputs: Inputs, title: str = "ccgym report") -> str:
     """The whole page as a string."""
-    with tempfile.TemporaryDirectory(prefix="ccgym-report-") as tmp:
+    with temporary_folder("report") as tmp:
         figures = Figures(Path(tmp))
         sections = [_rows_section(r, figures) for r in inputs.rows]
         sections += [_calibration_section(c, figures) for c in inputs.calibrations]

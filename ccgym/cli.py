@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 2
+    from ccgym.files import remove_stale_temporaries
+
+    remove_stale_temporaries()  # what a killed ccgym (SIGKILL, a crash) left in the temp folder
     try:
         status = int(modules[args.verb].run(args) or 0)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is seen below

@@ -19,6 +19,7 @@ import contextlib
 import difflib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -36,6 +37,7 @@ CACHE_ENV = "CCGYM_CACHE"
 FILE_MODE = 0o644
 FOLDER_MODE = 0o755
 STDOUT = "-"
+TEMP_PREFIX = "ccgym-"  # this process's temporary files: ccgym-KIND-PID-...
 # Paths whose regular files are other processes' open files (/dev/stdout, /proc/self/fd/1
 # redirected to a file): appended to in place, never replaced behind their owner's back.
 IN_PLACE_ROOTS = ("/dev/", "/proc/")
@@ -101,7 +103,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     ends without an error its content goes to `path` as the module's docstring says."""
     if is_stdout(path) or writes_in_place(path):
         # Whole or nothing here too: the content is complete before anything reaches the pipe.
-        fd, tmp = tempfile.mkstemp(prefix="ccgym-output-", suffix=Path(path).suffix)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix("output"), suffix=Path(path).suffix)
         os.close(fd)
         try:
             yield Path(tmp)
@@ -111,7 +113,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         return
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    _remove_stale(target.parent, f".{target.name}.")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
+                               suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
@@ -170,7 +174,9 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
     that ccgym owns it). On any error, Ctrl-C included, it is removed and `path` is untouched."""
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    _remove_stale(target.parent, f".{target.name}.")
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
+                                suffix=".tmp"))
     try:
         yield tmp
         os.chmod(tmp, FOLDER_MODE & ~_umask())
@@ -195,6 +201,57 @@ def _swap_in(new: Path, target: Path) -> None:
             os.rename(new, target)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
+    """tempfile.TemporaryDirectory named for this process (ccgym-KIND-PID-...), removed when the
+    block ends; one that a killed process (SIGKILL) leaves is removed by the next ccgym command
+    (remove_stale_temporaries)."""
+    return tempfile.TemporaryDirectory(prefix=_temp_prefix(kind))
+
+
+def remove_stale_temporaries() -> None:
+    """Removes the temporary files and folders (temporary_folder, outputs on their way into a
+    pipe) of ccgym processes that are gone."""
+    _remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
+
+
+def _temp_prefix(kind: str) -> str:
+    return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
+
+
+def _remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
+    """Removes the entries of `folder` named PREFIX[KIND-]PID-... whose process is gone and
+    whose owner is this user: what a killed writer left behind. A process that is alive, or
+    another user's, keeps its own."""
+    pattern = re.compile(re.escape(prefix) + (r"[a-z]+-" if kinds else "") + r"(\d+)-")
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if not match or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def folder_owned(path: str | os.PathLike, owned: Callable[[Path], bool]) -> bool:

@@ -22,6 +22,12 @@ MAX_SEED = 2**32 - 1
 # The longest run a verb accepts: an hour of a simulated or real link. Longer runs are rarely
 # meant (a typo in units), and would take long enough to look like a hang.
 MAX_DURATION_S = 3600.0
+# Runs (seeds) of one scheme on one link: beyond 100 a mean's error no longer shrinks in a way
+# a leaderboard shows, and a typo (--runs 1000000) would run for days.
+MAX_RUNS = 100
+# Search trials and generated traces: larger counts are typos or jobs for a script.
+MAX_TRIALS = 2000
+MAX_TRACES = 10000
 # What a --plots folder holds: figures and the index page that shows them.
 PLOT_FILE_SUFFIXES = (".png", ".svg", ".html")
 

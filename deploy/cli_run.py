@@ -31,14 +31,13 @@ import argparse
 import contextlib
 import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ccgym import flags
 from ccgym.errors import UserError
-from ccgym.files import human_stream
+from ccgym.files import human_stream, temporary_folder
 from ccgym.interrupts import sigterm_as_interrupt
 
 DEFAULT_DURATION_S = 30.0
@@ -87,7 +86,7 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
                 path.rmdir()
             raise
     else:
-        with tempfile.TemporaryDirectory(prefix="ccgym-run-") as tmp:
+        with temporary_folder("run") as tmp:
             yield Path(tmp)
 
 

@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("measured", nargs="+", metavar="MEASURED",
                         help="`ccgym run --json` files of several schemes on one path")
     parser.add_argument("--schemes", help="fit only these measured schemes (comma-separated)")
-    parser.add_argument("--trials", type=flags.count(1), default=DEFAULT_TRIALS,
+    parser.add_argument("--trials", type=flags.count(1, flags.MAX_TRIALS),
+                        default=DEFAULT_TRIALS,
                         help=f"candidates per delivery process (default {DEFAULT_TRIALS})")
     parser.add_argument("--sim-runs", type=flags.count(1, MAX_SIM_RUNS), default=2,
                         help="simulated runs (seeds) of each scheme per candidate (default 2)")

@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "Prints the paths written.")
     p.add_argument("--out", required=True, type=flags.output_folder, metavar="DIR",
                    help="folder to write into (created if missing)")
-    p.add_argument("--count", type=flags.count(1), default=1, metavar="N",
+    p.add_argument("--count", type=flags.count(1, flags.MAX_TRACES), default=1, metavar="N",
                    help="number of traces, seeds K, K+1, ... (default 1)")
     p.add_argument("--mean-mbps", type=float, default=DEFAULT_GENERATE_MEAN_MBPS, metavar="X",
                    help=f"mean rate of each trace (default {DEFAULT_GENERATE_MEAN_MBPS:g})")

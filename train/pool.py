@@ -50,18 +50,7 @@ def _join_cluster(address: str) -> None:
 
     import ray
 
-    if address != "auto":
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise UserError(f"ray address {address!r}: expected HOST:PORT (the head's port, "
-                            "6379 unless `ray start --head --port` said otherwise) or auto")
-        try:
-            with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
-                pass
-        except OSError as e:
-            raise UserError(f"ray address {address}: nothing answers there within "
-                            f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); is the head started "
-                            f"(ray start --head --port {port}) and reachable?") from None
+    check_address(address)
     _use_cluster_token()
     try:
         ray.init(address=address, logging_level=logging.WARNING)
@@ -71,6 +60,24 @@ def _join_cluster(address: str) -> None:
                         "with token authentication (Ray's default) needs its token here: copy "
                         "the head's ~/.ray/auth_token, or set RAY_AUTH_TOKEN to the output of "
                         "`ray get-auth-token` on the head") from None
+
+
+def check_address(address: str) -> None:
+    """A UserError within seconds unless something answers at HOST:PORT ("auto" is not
+    checked): called before a run folder is made, so that a wrong address leaves none."""
+    if address == "auto":
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UserError(f"ray address {address!r}: expected HOST:PORT (the head's port, "
+                        "6379 unless `ray start --head --port` said otherwise) or auto")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        raise UserError(f"ray address {address}: nothing answers there within "
+                        f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); is the head started "
+                        f"(ray start --head --port {port}) and reachable?") from None
 
 
 def _use_cluster_token() -> None:

@@ -90,6 +90,7 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path: Path
     assert f"ray address 127.0.0.1:{port}: nothing answers there" in line
     assert "Traceback" not in result.stderr
     assert took < 60  # Ray alone retried for minutes; the check is a 5 s connect
+    assert not (tmp_path / "runs").exists()  # checked before the run folder is made
 
 
 TINY_PPO = {**TINY, "algorithm": {"name": "ppo"},
