@@ -33,11 +33,12 @@ def check_bind_address(address: str) -> None:
     """The address must be one of this host's (or 0.0.0.0): checked here, where the error can
     say so, rather than by the receiver after this process has become it."""
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((address, 0))
+        family, _, _, _, where = socket.getaddrinfo(address, 0, 0, socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind(where)
     except socket.gaierror:
-        raise UserError(f"--bind {address}: not an IPv4 address of this host "
-                        "(e.g. 0.0.0.0 for every interface)") from None
+        raise UserError(f"--bind {address}: not an address of this host "
+                        "(e.g. 0.0.0.0 or :: for every interface)") from None
     except OSError as e:
         raise UserError(f"--bind {address}: cannot listen there ({e.strerror}); give an address "
                         "of this host, or 0.0.0.0 for every interface") from None

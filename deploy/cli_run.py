@@ -90,26 +90,36 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
             yield Path(tmp)
 
 
+def remote_link(remote: str):
+    """The path to `ccgym receive` at HOST:PORT ([ADDRESS]:PORT for IPv6), resolved now."""
+    from ccgym.emulators.links import Link
+
+    host, sep, port = remote.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--remote {remote}: expected HOST:PORT ([ADDRESS]:PORT for IPv6, "
+                        "e.g. [::1]:9000)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        socket.getaddrinfo(host, int(port), 0, socket.SOCK_DGRAM)
+    except socket.gaierror as e:
+        raise UserError(f"--remote {remote}: cannot resolve host {host!r} "
+                        f"({e.strerror})") from None
+    return Link(name=f"remote {remote}", group="remote", spec="", source="--remote")
+
+
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.evaluate import (Run, aggregate, check_run_length, run_scheme,
                                          write_outputs)
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
-    from ccgym.emulators.links import Link, link_from_spec
+    from ccgym.emulators.links import link_from_spec
 
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
     if args.remote:
-        host, sep, port = args.remote.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(f"--remote {args.remote}: expected HOST:PORT")
-        try:
-            socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)
-        except socket.gaierror as e:
-            raise UserError(f"--remote {args.remote}: cannot resolve host {host!r} "
-                            f"({e.strerror})") from None
-        link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
+        link = remote_link(args.remote)
     else:
         link = link_from_spec(args.link)
         check_run_length(link, args.duration_s * 1000.0)
