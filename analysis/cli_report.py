@@ -8,7 +8,7 @@ oracle and the best baseline, train vs validation, final leaderboard; several ru
 compared side by side) and `--plots` folders (throughput and delay over time). Examples:
 
   ccgym eval --links indigo-synthetic --json eval.json --plots plots/
-  ccgym report eval.json plots/ runs/quick__1__20260101-120000 -o report.html
+  ccgym report eval.json plots/ runs/quick__* -o report.html
   xdg-open report.html          # or any browser: the file is the whole report
 """
 

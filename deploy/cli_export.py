@@ -5,7 +5,8 @@ runs it with OpenCV's dnn module; its metadata holds the observation scaling, th
 and the step. After writing, the file is checked against PyTorch with onnxruntime over
 observations of a simulated run. Examples:
 
-  ccgym export runs/quick__1__20250101-120000            # writes .../policy.onnx
+  ccgym export runs/quick                 # the newest quick run: writes its policy.onnx
+  ccgym export runs/quick -o policy.onnx
   ccgym export runs/quick__1__20250101-120000/policy.pt -o /tmp/indigo.onnx
 """
 

@@ -11,7 +11,10 @@ smallest is taken as half the minimum RTT; queueing on the way out is exact), an
 the path's capacity is unknown: no omniscient row, no utilization.
 
 Schemes: every classic one (cubic, bbr, fixed:20, ...) and learned policies:
-lstm:runs/NAME (exported to ONNX for the run), lstm:FILE.pt or lstm:FILE.onnx.
+lstm:RUN_DIR (exported to ONNX for the run; lstm:runs/NAME is the newest run of config
+NAME, e.g. runs/quick after `ccgym train`), lstm:FILE.pt or lstm:FILE.onnx.
+A --link is a spec or a packaged link's name (`ccgym links list SET`); trace paths are
+taken from the working folder, else from $CCGYM_DATA.
 Kernel TCP (kernel:cubic, kernel:bbr, kernel:reno: what the kernel offers) runs as a
 bulk transfer through the link shell (`ccgym shell`, needs root), scored from the
 shell's log; --against SCHEME adds a second flow through the same bottleneck, and the
@@ -19,10 +22,12 @@ table gives each flow's share and Jain's index.
 Every process ends with the run, also on Ctrl-C. Examples:
 
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
-  ccgym run --link trace=cell.up,delay_ms=20 --scheme lstm:runs/quick --simulate --plots out/
+  ccgym run --link trace=traces/cellular/Verizon-LTE-short.down,delay_ms=20 --duration-s 10 \\
+      --scheme lstm:runs/quick --simulate --plots out/
   sudo ccgym run --link rate_mbps=24,delay_ms=20 --scheme lstm:policy.onnx --against kernel:cubic
+  ccgym run --link verizon-lte-short --scheme bbr --duration-s 10
   ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json
-      # on the far host first: ccgym receive --port 9000 --bind 0.0.0.0
+      # on the far host first: ccgym receive --port 9000 --bind 0.0.0.0 ([::1]:9000: IPv6)
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ DEFAULT_DURATION_S = 30.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--link", metavar="SPEC",
-                       help="emulate this link in real time on loopback, e.g. rate_mbps=12,delay_ms=20")
+    where.add_argument("--link", metavar="SPEC|NAME",
+                       help="emulate this link in real time on loopback: a spec, e.g. "
+                            "rate_mbps=12,delay_ms=20, or a packaged link's name")
     where.add_argument("--remote", metavar="HOST:PORT",
                        help="send to `ccgym receive` on another host over the real path")
     parser.add_argument("--scheme", required=True,
@@ -114,14 +120,14 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
-    from ccgym.emulators.links import link_from_spec
+    from ccgym.emulators.links import resolve_link
 
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
     if args.remote:
         link = remote_link(args.remote)
     else:
-        link = link_from_spec(args.link)
+        link = resolve_link(args.link)
         check_run_length(link, args.duration_s * 1000.0)
     if args.against or args.scheme.startswith("kernel:"):
         return _run_through_shell(args, link)

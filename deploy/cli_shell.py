@@ -14,7 +14,7 @@ packet entered and left the link, drops) and prints each outgoing flow's figures
 Examples:
 
   sudo ccgym shell --link rate_mbps=12,delay_ms=20,queue=droptail:packets=100
-  ccgym shell --link trace=cell.up,ack_trace=cell.down,delay_ms=20 --log out -- \\
+  sudo ccgym shell --link trace=traces/cellular/Verizon-LTE-short.up,delay_ms=20 --log out -- \\
       sh -c 'iperf3 -c $CCGYM_SHELL_OUTSIDE -t 10'
 """
 
@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.shell import link_shell
-    from ccgym.emulators.links import link_from_spec
+    from ccgym.emulators.links import resolve_link
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         command = [os.environ.get("SHELL") or "/bin/sh"]
-    link = link_from_spec(args.link)
+    link = resolve_link(args.link)
     log_dir = Path(args.log) if args.log else None
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)

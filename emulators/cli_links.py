@@ -138,15 +138,6 @@ def _list_links(set_name: str) -> int:
 
 # ---------------------------------------------------------------- show
 
-def _find_packaged_link(name: str) -> links_mod.Link:
-    """A link of the packaged sets by name; only the set holding it is built."""
-    for path in links_mod.packaged_link_sets():
-        if name in links_mod.read_link_set_info(path).names:
-            return _pick(links_mod.load_link_set(path), name, path.stem)
-    raise UserError(f"{name!r} is neither a link spec (key=value,...) nor the name of a link in "
-                    "the packaged sets (`ccgym links list SET` shows their names)")
-
-
 def _pick(links: list[links_mod.Link], name: str, set_name: str) -> links_mod.Link:
     for link in links:
         if link.name == name:
@@ -165,7 +156,7 @@ def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
     if args.links is not None:
         links = links_mod.resolve_links(None, args.links)
         return links if args.link is None else [_pick(links, args.link, args.links)]
-    return [_find_packaged_link(args.link)]
+    return [links_mod.packaged_link(args.link, "SPEC|NAME")]
 
 
 def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dict[str, Any]:

@@ -7,7 +7,7 @@ member's units side by side (policies/lstm.py: ensemble), written as an ordinary
 `ccgym eval --schemes lstm:FILE`, `ccgym export FILE` and `ccgym-sender` take it unchanged.
 It costs the members' decision time together. Example:
 
-  ccgym ensemble runs/cellular__1__... runs/cellular__2__... runs/cellular__3__... -o cellular.pt
+  ccgym ensemble runs/cellular__* -o cellular.pt          # every seed of one config
 """
 
 from __future__ import annotations
