@@ -58,6 +58,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         prog="ccgym",
         description="A training gym for machine-learned congestion control.",
     )
+    parser.add_argument("--version", action="version", version=f"ccgym {_version()}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     modules = {}
     for verb, (module_name, help_text) in VERBS.items():
@@ -77,6 +78,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
                                  help="on an internal error, print its traceback")
         modules[verb] = module
     return parser, modules
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ccgym")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

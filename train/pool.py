@@ -37,10 +37,24 @@ def _start_local_ray(workers: int) -> None:
 
     os.environ[_LOCAL_ONLY_ENV] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False  # ray is imported already: set what it read
+    _token_auth_quietly()
     # address="local": a Ray of this run's own, never a cluster that `ray start` left on this
     # machine (ray.init() would join that one).
     ray.init(address="local", num_cpus=workers, include_dashboard=False,
              logging_level=logging.WARNING)
+
+
+def _token_auth_quietly() -> None:
+    """Token authentication on, as Ray's default for a new local instance is, but chosen here:
+    Ray warns on every run when it chooses it itself ("Token authentication is enabled ...
+    Set RAY_AUTH_MODE=disabled to opt out"), which tells a user of `ccgym train` nothing.
+    A mode the user set stays as set."""
+    if _AUTH_MODE_ENV in os.environ:
+        return
+    os.environ[_AUTH_MODE_ENV] = "token"
+    from ray._raylet import Config
+
+    Config.initialize("")  # ray is imported already: re-read the environment
 
 
 def _join_cluster(address: str) -> None:
