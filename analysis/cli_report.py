@@ -15,6 +15,7 @@ compared side by side) and `--plots` folders (throughput and delay over time). E
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ccgym import flags
 
@@ -32,11 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.html_report import build_report, read_inputs
-    from ccgym.files import atomic_write_text, check_not_input, human_stream
+    from ccgym.files import atomic_write_text, check_not_input, human_stream, is_stdout
 
     check_not_input(args.output, args.inputs, "-o")
     inputs = read_inputs(args.inputs)
-    page = build_report(inputs, args.title)
+    base = None if is_stdout(args.output) else Path(args.output).parent
+    page = build_report(inputs, args.title, base)
     atomic_write_text(args.output, page)
     print(f"wrote {args.output} ({len(page) / 1e6:.1f} MB): open it in a browser",
           file=human_stream(args.output))

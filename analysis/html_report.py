@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ from ccgym.files import temporary_folder
 
 ORACLE_KEYS = {"link", "bdp_packets", "ideal_window", "score", "bdp_score"}
 PLOT_SUFFIXES = (".png", ".svg")
+# A plots folder with more figures embeds only its planes (analysis/plots.py: write_plots).
+MAX_EMBEDDED_PLOTS = 48
+PLANE_SUFFIX = "__tradeoff"
 
 
 # ---------------------------------------------------------------- inputs
@@ -253,15 +257,28 @@ def _oracle_section(item: OracleInput) -> Section:
                    f"<p>{e(name)}: the oracle's window on {len(rows)} links, {mean}.</p>")
 
 
-def _plots_section(folder: PlotsFolder) -> Section:
-    parts = [figure_html(image, image.stem.replace("__", " · ")) for image in folder.figures]
+def _plots_section(folder: PlotsFolder, base: Path | None) -> Section:
+    """The folder's figures; from a large folder (a link set's time series: hundreds) only
+    its throughput-delay planes, with a link to the folder's own index for the rest, so that
+    the page stays a few megabytes."""
+    shown = folder.figures
+    parts = []
+    if len(shown) > MAX_EMBEDDED_PLOTS:
+        shown = [f for f in folder.figures if f.stem.endswith(PLANE_SUFFIX)]
+        index = folder.path.resolve() / "index.html"
+        href = os.path.relpath(index, base.resolve()) if base is not None else index.as_uri()
+        parts.append(f'<p class="note">{len(folder.figures)} figures, too many to embed: its '
+                     f"throughput-delay planes are below; every figure is in "
+                     f'<a href="{e(href)}">{e(label(folder.path))}/index.html</a>.</p>')
+    parts += [figure_html(image, image.stem.replace("__", " · ")) for image in shown]
     return Section(f"Plots: {label(folder.path)}", "\n".join(parts))
 
 
 # ---------------------------------------------------------------- the page
 
-def build_report(inputs: Inputs, title: str = "ccgym report") -> str:
-    """The whole page as a string."""
+def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None = None) -> str:
+    """The whole page as a string; `base` is the folder it will be in (for links to large
+    plots folders; None: absolute links)."""
     with temporary_folder("report") as tmp:
         figures = Figures(Path(tmp))
         sections = [_rows_section(r, figures) for r in inputs.rows]
@@ -273,7 +290,7 @@ def build_report(inputs: Inputs, title: str = "ccgym report") -> str:
         if len(runs) > 1:  # the comparison sums them up
             runs = [Section(s.title, s.body) for s in runs]
         sections += runs
-        sections += [_plots_section(p) for p in inputs.plots]
+        sections += [_plots_section(p, base) for p in inputs.plots]
     every = ([str(r.path) for r in inputs.rows] + [str(o.path) for o in inputs.oracles]
              + [str(c.path) for c in inputs.calibrations]
              + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots])

@@ -228,3 +228,24 @@ def test_renders_in_chromium_with_no_console_errors(report):
     assert shown == len(expected.images) > 0  # every figure decoded and drawn
     assert tables == expected.tables > 0
     assert screenshot.stat().st_size > 0
+
+
+def test_a_large_plots_folder_embeds_its_planes_and_links_the_rest(tmp_path):
+    from PIL import Image
+
+    from ccgym.analysis.html_report import MAX_EMBEDDED_PLOTS
+
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    names = [f"l{i}__tradeoff.png" for i in range(3)] + [
+        f"l{i % 3}__s{i}__throughput.png" for i in range(MAX_EMBEDDED_PLOTS)]
+    for name in names:
+        Image.new("P", (8, 4)).save(plots / name)
+    (plots / "index.html").write_text("<!DOCTYPE html><title>plots</title>")
+    out = tmp_path / "pages" / "r.html"
+    out.parent.mkdir()
+    assert main(["report", str(plots), "-o", str(out)]) == 0
+    page = parse(out)
+    assert len(page.images) == 3  # the planes
+    assert "../plots/index.html" in page.links
+    assert f"{len(names)} figures, too many to embed" in out.read_text()
