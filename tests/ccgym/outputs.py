@@ -187,16 +187,23 @@ def _readonly(verb: Verb, inputs: dict[str, Path], folder: Path) -> Outcome:
     not stop), permissions otherwise."""
     locked = folder / "locked"
     locked.mkdir()
-    argv = [sys.executable, "-m", "ccgym.cli", *verb.argv(inputs, str(locked / f"out{verb.suffix}"))]
+    done = run_read_only(locked, verb.argv(inputs, str(locked / f"out{verb.suffix}")))
+    return Outcome(done.returncode, not any(locked.iterdir()), False, done.stderr.decode())
+
+
+def run_read_only(locked: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """`ccgym ARGS` with `locked` read-only to it."""
+    argv = [sys.executable, "-m", "ccgym.cli", *args]
     if os.geteuid() == 0:
         argv = ["unshare", "--mount", "sh", "-c",
                 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"',
                 "sh", str(locked), *argv]
     else:
         locked.chmod(0o555)
-    done = subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S)
-    locked.chmod(0o755)
-    return Outcome(done.returncode, not any(locked.iterdir()), False, done.stderr.decode())
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S)
+    finally:
+        locked.chmod(0o755)
 
 
 def _input(verb: Verb, inputs: dict[str, Path], folder: Path) -> Outcome:

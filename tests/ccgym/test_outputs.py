@@ -114,6 +114,15 @@ def test_plots_never_replace_what_is_not_theirs(kind: str, tmp_path) -> None:
         assert target.is_fifo()
 
 
+def test_plots_in_a_read_only_folder_are_refused_before_the_work(tmp_path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    done = outputs.run_read_only(locked, _eval_plots(locked / "plots"))
+    assert done.returncode == 2, done.stderr
+    assert b"is not writable" in done.stderr
+    assert not any(locked.iterdir())
+
+
 def test_ctrl_c_while_plots_are_written_leaves_no_folder(tmp_path) -> None:
     """SIGINT once the plots' temporary folder exists: exit 130, neither it nor DIR left."""
     set_file = tmp_path / "many.toml"
