@@ -1,11 +1,14 @@
 """One self-contained HTML page for a set of results: figures embedded, no network needed.
 
 INPUT are `ccgym eval --json` and `ccgym run --json` files (leaderboards per link under the
-omniscient bound, the throughput-delay plane, the summary over links), `ccgym calibrate
---json` files (the fitted link, replication error per scheme, measured vs calibrated),
-training run folders (hyperparameters, loss, expert agreement, validation score against the
-oracle and the best baseline, train vs validation, final leaderboard; several runs are also
-compared side by side) and `--plots` folders (throughput and delay over time). Examples:
+omniscient bound, the throughput-delay plane, the summary over links), `ccgym oracle --json`
+files (each link's ideal window and its score), `ccgym calibrate --json` files (the fitted
+link, replication error per scheme, measured vs calibrated), training run folders
+(hyperparameters, loss, expert agreement, validation score against the oracle and the best
+baseline, train vs validation, final leaderboard; several runs are also compared side by
+side) and `--plots` folders (throughput and delay over time; of a folder with more than 48
+figures only the throughput-delay planes, with a link to its index.html). The page opens
+with its contents and a summary, then the details. Examples:
 
   ccgym eval --links indigo-synthetic --json eval.json --plots plots/
   ccgym report eval.json plots/ runs/quick__* -o report.html
