@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
                              f"oracle, lstm:runs/NAME|FILE.pt|FILE.onnx (default: {DEFAULT_SCHEMES})")
-    parser.add_argument("--runs", type=flags.count(1), default=1,
+    parser.add_argument("--runs", type=flags.count(1, flags.MAX_RUNS), default=1,
                         help="runs per scheme and link, seeds seed..seed+runs-1")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length (default: a trace once, else 30 s)")
@@ -39,24 +39,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between flow starts; every flow must start before the run ends")
     parser.add_argument("--seed", type=flags.seed, default=1, help="first seed")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the rows as JSON (a list of objects)")
-    parser.add_argument("--plots", metavar="DIR", type=flags.output_folder,
-                        help="write PNG plots into DIR")
+                        help="write the rows as JSON (a list of objects); '-': standard output "
+                             "(the table then goes to standard error)")
+    parser.add_argument("--plots", metavar="DIR", type=flags.plots_folder,
+                        help="write plots and their index.html into DIR, replacing what an "
+                             "earlier --plots wrote there (a folder of other files is refused)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.evaluate import evaluate, write_outputs
     from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.emulators.links import resolve_links
+    from ccgym.emulators.links import input_files, resolve_links
+    from ccgym.files import check_not_input, human_stream
 
     schemes = parse_schemes(args.schemes)
     links = resolve_links(args.link, args.links)
+    check_not_input(args.json, input_files(links, args.links), "--json")
 
     rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
                           duration_s=args.duration_s, flows=args.flows,
                           interval_s=args.interval_s, progress=not args.no_progress)
-    print(format_leaderboard(rows))
+    print(format_leaderboard(rows), file=human_stream(args.json))
     write_outputs(rows, runs, args.json, args.plots)
     return 0
 

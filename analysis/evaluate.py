@@ -248,13 +248,17 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[Run], json_path: str | 
     `ccgym shell` write them."""
     from pathlib import Path
 
-    from ccgym.files import atomic_write_json
+    from ccgym.files import atomic_folder, atomic_write_json, human_stream
 
     if json_path:
         atomic_write_json(json_path, rows)
     if plots_dir:
         from ccgym.analysis.plots import write_plots
 
-        written = write_plots(rows, runs, Path(plots_dir))
+        # The folder is written whole: Ctrl-C or a failure leaves it as it was, and no plot
+        # of an earlier run stays beside the new ones.
+        with atomic_folder(plots_dir) as folder:
+            written = write_plots(rows, runs, folder)
         # One line, not one per file: over a link set they are hundreds; the index shows them.
-        print(f"wrote {len(written) - 1} plots into {plots_dir}: open {written[-1]}")
+        print(f"wrote {len(written) - 1} plots into {plots_dir}: open "
+              f"{Path(plots_dir) / written[-1].name}", file=human_stream(json_path))

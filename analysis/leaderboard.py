@@ -202,6 +202,16 @@ def format_summary(rows: Sequence[Row]) -> str:
     links = {str(row["link"]) for row in rows}
     if len(links) < 2:
         return ""
+    table = [SUMMARY_HEADER] + summary_cells(rows)
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(SUMMARY_HEADER))]
+    rendered = _render(table, widths)
+    rule = "-" * max(len(text) for text in rendered)
+    return "\n".join([f"summary over {len(links)} links", rendered[0], rule] + rendered[1:]) + "\n"
+
+
+def summary_cells(rows: Sequence[Row]) -> list[list[str]]:
+    """format_summary's lines as cells (under SUMMARY_HEADER), for other renderings."""
+    links = {str(row["link"]) for row in rows}
     bound = {str(r["link"]): _number(r.get("score")) for r in rows
              if str(r["scheme"]).lower() == OMNISCIENT}
     by_scheme: dict[str, list[Row]] = {}
@@ -232,8 +242,4 @@ def format_summary(rows: Sequence[Row]) -> str:
     ranked = sorted(((m, cells) for scheme, (m, cells) in lines.items()
                      if scheme.lower() != OMNISCIENT),
                     key=lambda item: (item[0] is None, -(item[0] or 0.0)))
-    table = [SUMMARY_HEADER] + pinned + [cells for _, cells in ranked]
-    widths = [max(len(cells[i]) for cells in table) for i in range(len(SUMMARY_HEADER))]
-    rendered = _render(table, widths)
-    rule = "-" * max(len(text) for text in rendered)
-    return "\n".join([f"summary over {len(links)} links", rendered[0], rule] + rendered[1:]) + "\n"
+    return pinned + [cells for _, cells in ranked]

@@ -1,15 +1,17 @@
-"""PNG plots of runs: throughput against capacity, signal delay, the throughput-delay plane;
+"""Plots of runs: throughput against capacity, signal delay, the throughput-delay plane;
 and `write_plots`, what `ccgym eval --plots DIR` and `ccgym run --plots DIR` write.
 
 Figures are drawn with matplotlib's object API on an Agg canvas, never pyplot,
 so importing this module neither changes the caller's backend nor needs a
-display, and plots can be drawn from several threads. Each PNG is written to a
+display, and plots can be drawn from several threads. Each figure is written to a
 temporary file beside its target and renamed over it, so a reader never sees a
-half-written plot and a failed plot leaves nothing behind.
+half-written plot and a failed plot leaves nothing behind. Labels never sit beside
+points (close points would overlap them): a legend below the axes names each series.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -19,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib import ticker
+from matplotlib import rc_context, ticker
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
+from PIL import Image
 
 from ccgym.analysis.logs import as_packet_log
 from ccgym.analysis.metrics import (
@@ -40,6 +43,12 @@ if TYPE_CHECKING:
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110
+VECTOR_FORMATS = ("svg", "pdf")
+PNG_COLORS = 256
+# Schemes of one plane: colour and marker together tell up to 40 apart, and the legend names
+# them (labels beside close points would overlap).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+HULL_LABEL = "hull of every run and the bound"
 MS_PER_S = 1000.0
 ELLIPSE_POINTS = 100  # segments of each 1-sigma ellipse's outline
 CAPACITY_ALPHA = 0.25
@@ -73,10 +82,24 @@ def _legend(fig: Figure, ax: Any) -> None:
 
 
 def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
+    """The figure in the format its name says (.svg, .pdf), PNG otherwise (a pipe's name).
+    SVG keeps its text as text (a fraction of the size of glyphs drawn as paths); PNG is
+    reduced to a palette of 256 colours, which a plot's few flat colours survive at a third
+    of the size."""
     target = Path(path)
+    kind = target.suffix.lower().lstrip(".")
     FigureCanvasAgg(fig)  # render with Agg whatever backend the caller's pyplot uses
-    with atomic_open(target, "wb") as f:
-        fig.savefig(f, format="png", dpi=DPI)
+    if kind in VECTOR_FORMATS:
+        with rc_context({"svg.fonttype": "none", "svg.hashsalt": target.stem}), \
+                atomic_open(target, "wb") as f:
+            fig.savefig(f, format=kind, metadata={"Date": None})
+        return
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    buffer.seek(0)
+    with Image.open(buffer) as image, atomic_open(target, "wb") as f:
+        palette = image.convert("RGB").quantize(PNG_COLORS, method=Image.Quantize.FASTOCTREE)
+        palette.save(f, format="png", optimize=True)
 
 
 def _window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:
@@ -232,16 +255,22 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
     decreases to the right, so better is up and right. The dashed outline is the
     convex hull of every run and the omniscient point.
     """
+    _write_png(tradeoff_figure(points, omniscient, title), path)
+
+
+def tradeoff_figure(points: Mapping[str, Sequence[PointLike]], omniscient: PointLike | None,
+                    title: str = "") -> Figure:
+    """plot_tradeoff's figure: each scheme a colour and marker named in the legend below."""
     fig, ax = _figure(title)
     every = []
-    for scheme, runs in points.items():
+    for i, (scheme, runs) in enumerate(points.items()):
         plane = _plane([_as_point(r) for r in runs])
         if not len(plane):
             continue
         every.append(plane)
         delay, tput = _from_plane(plane.mean(axis=0, keepdims=True))
-        marker = ax.plot(delay, tput, "o")[0]
-        ax.annotate(scheme, (delay[0], tput[0]), textcoords="offset points", xytext=(6, 6))
+        marker = ax.plot(delay, tput, MARKERS[i % len(MARKERS)], color=f"C{i % 10}",
+                         label=scheme)[0]
         outline = _ellipse(plane)
         if outline is not None:
             ax.plot(*_from_plane(outline), color=marker.get_color(), linewidth=1)
@@ -250,24 +279,24 @@ def plot_tradeoff(points: Mapping[str, Sequence[PointLike]], omniscient: PointLi
         if len(plane):
             every.append(plane)
             delay, tput = _from_plane(plane)
-            ax.plot(delay, tput, "*", color="black", markersize=12)
-            ax.annotate("omniscient", (delay[0], tput[0]), textcoords="offset points", xytext=(6, 6))
+            ax.plot(delay, tput, "*", color="black", markersize=12, label="omniscient bound")
     if every:
         hull = convex_hull(np.concatenate(every))
         if len(hull) >= 3:
             closed = np.vstack([hull, hull[:1]])
-            ax.plot(*_from_plane(closed), "--", color="grey", linewidth=1)
+            ax.plot(*_from_plane(closed), "--", color="grey", linewidth=1, label=HULL_LABEL)
     ax.set_xscale("log")
     _label_delays(ax.xaxis)
     ax.invert_xaxis()
-    ax.margins(x=0.15, y=0.1)  # room for the labels beside the outermost points
-    # From zero (a 0.1% spread must not look wide), with room above the best for its label.
+    ax.margins(x=0.08, y=0.1)
+    # From zero (a 0.1% spread must not look wide).
     top = max((float(np.max(_from_plane(p)[1])) for p in every), default=1.0)
-    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+    ax.set_ylim(0, top * 1.1 if top > 0 else 1.0)
     ax.set_xlabel("95% end-to-end delay (ms, log scale; better to the right)")
     ax.set_ylabel("throughput (Mbit/s)")
     ax.grid(True, which="both", alpha=GRID_ALPHA)
-    _write_png(fig, path)
+    _legend(fig, ax)
+    return fig
 
 
 def _slug(text: str) -> str:
@@ -356,9 +385,8 @@ def plot_calibration(measured: Mapping[str, Point], emulated: Mapping[str, Point
     replication error to see. Axes as in plot_tradeoff: log delay, better to the right.
     """
     fig, ax = _figure(title)
-    for scheme, (delay, tput) in measured.items():
-        marker = ax.plot(delay, tput, "o", markersize=8)[0]
-        ax.annotate(scheme, (delay, tput), textcoords="offset points", xytext=(6, 6))
+    for i, (scheme, (delay, tput)) in enumerate(measured.items()):
+        marker = ax.plot(delay, tput, "o", markersize=8, color=f"C{i % 10}", label=scheme)[0]
         if scheme in emulated:
             sim_delay, sim_tput = emulated[scheme]
             ax.plot(sim_delay, sim_tput, "s", markersize=8, markerfacecolor="none",
@@ -371,7 +399,7 @@ def plot_calibration(measured: Mapping[str, Point], emulated: Mapping[str, Point
     ax.set_xscale("log")
     _label_delays(ax.xaxis)
     ax.invert_xaxis()
-    ax.margins(x=0.15, y=0.1)  # room for the scheme labels beside the outermost points
+    ax.margins(x=0.08, y=0.1)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("95th-percentile one-way delay (ms, log scale; better to the right)")
     ax.set_ylabel("throughput (Mbit/s)")

@@ -9,6 +9,11 @@
    the final weights equal an uninterrupted run's. Goal: 0 lost, all equal.
 4. `ccgym run` killed with SIGKILL at a random moment, --kills times: endpoint processes still
    alive and UDP ports still bound 10 s later. Goal: 0 and 0.
+5. Outputs: every verb's output (tests/ccgym/outputs.py: eval --json, links show --json,
+   report -o, export -o, calibrate -o, oracle --json) written to a FIFO with a reader, a
+   symlink, '-', /dev/fd/N of a pipe, a read-only folder and one of its own inputs; per kind
+   of path, how many ended clean (the node kept, the content whole, exit status 0 or 2, no
+   traceback). Goal: all.
 
 Prints one JSON object (progress on stderr). Takes about 4 x --fuzz-seconds plus a minute per
 kill on 2 cores.
@@ -55,15 +60,21 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _load_test_module(name: str):
+    path = REPO / "tests" / "ccgym" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 # ---------------------------------------------------------------- 1. bad inputs
 
 def bad_inputs() -> dict[str, dict[str, int]]:
     from ccgym.cli import main
 
-    path = REPO / "tests" / "ccgym" / "test_bad_inputs.py"
-    spec = importlib.util.spec_from_file_location("bad_inputs", path)
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
+    cases = _load_test_module("test_bad_inputs")
     counts: dict[str, dict[str, int]] = {}
     for name, (argv, _) in sorted(cases.CASES.items()):
         with tempfile.TemporaryDirectory() as folder:
@@ -284,13 +295,33 @@ def run_kills(kills: int, rng: random.Random) -> dict:
             "ports_left": ports_left}
 
 
+# ---------------------------------------------------------------- 5. outputs
+
+def output_kinds(folder: Path) -> dict[str, dict[str, int]]:
+    cases = _load_test_module("outputs")
+    inputs = cases.make_inputs(folder / "output-inputs")
+    counts: dict[str, dict[str, int]] = {}
+    for verb in cases.VERBS.values():
+        for kind in cases.KINDS:
+            case_folder = folder / "output-case"
+            outcome = cases.run_case(verb, kind, inputs, case_folder)
+            cases.remove(case_folder)
+            clean = cases.clean(verb, kind, outcome)
+            entry = counts.setdefault(kind, {"tried": 0, "clean": 0})
+            entry["tried"] += 1
+            entry["clean"] += int(clean)
+            if not clean:
+                say(f"output {verb.name} to {kind}: {outcome}")
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20, help="kills of train and of run each")
     parser.add_argument("--fuzz-seconds", type=int, default=60, help="per libFuzzer harness")
     parser.add_argument("--seed", type=int, default=1, help="seed of the kill moments")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["bad_inputs", "fuzz", "train_kills", "run_kills"])
+                        choices=["bad_inputs", "fuzz", "train_kills", "run_kills", "outputs"])
     args = parser.parse_args()
     rng = random.Random(args.seed)
     result: dict = {}
@@ -306,6 +337,9 @@ def main() -> int:
             result["train_kills"] = train_kills(args.kills, rng, Path(folder))
         if "run_kills" not in args.skip:
             result["run_kills"] = run_kills(args.kills, rng)
+        if "outputs" not in args.skip:
+            say("outputs to every kind of path ...")
+            result["outputs"] = output_kinds(Path(folder))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -7,6 +7,7 @@ How a command ends is decided here, once for every verb:
 - a UserError (bad input: a flag, a file, a spec) or a bad flag: one line
   "ccgym VERB: error: ..." on stderr, exit status 2;
 - Ctrl-C (or SIGTERM where a verb maps it): "interrupted", exit status 130;
+- the reader of standard output (or of an output pipe) gone: nothing said, exit status 141;
 - anything else is a bug in ccgym: one line saying so, the traceback written to a file
   (printed instead with --debug), exit status 1.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from ccgym.errors import UserError
 
 DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
+SIGPIPE_STATUS = 128 + 13  # what a shell reports for a process killed by SIGPIPE
 
 # verb -> (module, one-line help)
 VERBS = {
@@ -58,6 +60,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         prog="ccgym",
         description="A training gym for machine-learned congestion control.",
     )
+    parser.add_argument("--version", action="version", version=f"ccgym {_version()}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     modules = {}
     for verb, (module_name, help_text) in VERBS.items():
@@ -79,6 +82,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, modules
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ccgym")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, modules = build_parser()
@@ -89,8 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 2
+    from ccgym.files import remove_stale_temporaries
+
+    remove_stale_temporaries()  # what a killed ccgym (SIGKILL, a crash) left in the temp folder
     try:
-        return int(modules[args.verb].run(args) or 0)
+        status = int(modules[args.verb].run(args) or 0)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is seen below
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except UserError as e:
         print(f"ccgym {args.verb}: error: {e}", file=sys.stderr)
         return 2
@@ -110,6 +129,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ccgym {args.verb}: internal error (a bug in ccgym, not in your input): "
                   f"{type(e).__name__}: {_one_line(str(e))}; {where}", file=sys.stderr)
         return 1
+
+
+def _reader_gone() -> int:
+    """The reader of standard output or of an output pipe has gone (`ccgym ... | head`): end
+    quietly, with the status a Unix tool killed by SIGPIPE has. Standard output is pointed at
+    /dev/null so that Python's final flush does not complain either."""
+    with open(os.devnull, "wb") as null:
+        os.dup2(null.fileno(), sys.stdout.fileno())
+    return SIGPIPE_STATUS
 
 
 def _one_line(text: str, limit: int = 300) -> str:

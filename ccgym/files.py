@@ -1,8 +1,16 @@
-"""Files every part of ccgym writes or reads the same way: atomic writes, TOML, the cache root.
+"""Files every part of ccgym writes or reads the same way: outputs, TOML, the cache root.
 
-An atomic write goes to a temporary file beside the target and is renamed over it, so a reader
-(another worker, a resumed run, a killed one) sees the old file or the whole new one, never a
-half-written file; on any error, Ctrl-C included, the temporary file is removed.
+An output path is written by what it names:
+- `-`: standard output (text and JSON outputs);
+- a FIFO, a character device, /dev/stdout, /dev/fd/N (process substitution) or anything else
+  that is not a regular file: opened and written in place, never replaced;
+- a symlink: followed, and the file it names replaced (the link stays a link);
+- a regular file, or nothing yet: replaced atomically. The new content goes to a temporary
+  file beside the target, renamed over it, so a reader (another worker, a resumed run, a killed
+  one) sees the old file or the whole new one, never half of one; on any error, Ctrl-C
+  included, the temporary file is removed.
+Whether a path can be written is checked before the work starts (check_output), and a
+command's output that is one of its inputs is refused (check_not_input).
 """
 
 from __future__ import annotations
@@ -11,26 +19,103 @@ import contextlib
 import difflib
 import json
 import os
+import re
+import shutil
+import signal
+import stat
+import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 from ccgym.errors import UserError
 
 CACHE_ENV = "CCGYM_CACHE"
 # mkstemp makes files private (0600); what ccgym writes is as readable as any other output.
 FILE_MODE = 0o644
+FOLDER_MODE = 0o755
+STDOUT = "-"
+TEMP_PREFIX = "ccgym-"  # this process's temporary files: ccgym-KIND-PID-...
+# Paths whose regular files are other processes' open files (/dev/stdout, /proc/self/fd/1
+# redirected to a file): appended to in place, never replaced behind their owner's back.
+IN_PLACE_ROOTS = ("/dev/", "/proc/")
+
+
+def is_stdout(path: str | os.PathLike | None) -> bool:
+    return path is not None and os.fspath(path) == STDOUT
+
+
+def writes_in_place(path: str | os.PathLike) -> bool:
+    """Whether `path` names a node to write into rather than a file to replace."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not stat.S_ISREG(mode) or os.path.abspath(path).startswith(IN_PLACE_ROOTS)
+
+
+def check_output(path: str | os.PathLike, stdout: bool = True) -> str | None:
+    """Why `path` cannot take an output, or None if it can; no side effect (a FIFO is not
+    opened: that would wait for its reader)."""
+    text = os.fspath(path)
+    if not text.strip():
+        return "an empty path"
+    if text == STDOUT:
+        return None if stdout else "this output is not text: give a file name, not '-'"
+    if os.path.isdir(text):
+        return f"{text} is a folder; give a file name"
+    if writes_in_place(text):
+        return None if os.access(text, os.W_OK) else f"{text} is not writable"
+    target = Path(os.path.realpath(text))
+    if not target.parent.is_dir():
+        return f"folder {target.parent} does not exist"
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        return f"folder {target.parent} is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return f"{text} is not writable (read-only)"
+    return None
+
+
+def check_not_input(output: str | os.PathLike | None, inputs: Iterable[str | os.PathLike],
+                    flag: str) -> None:
+    """A UserError if `output` is one of the command's input files: writing it would destroy
+    what the command reads."""
+    if output is None or is_stdout(output) or not os.path.exists(output):
+        return
+    for item in inputs:
+        with contextlib.suppress(OSError):
+            if os.path.isfile(item) and os.path.samefile(output, item):
+                raise UserError(f"{flag} {output} is also an input ({item}): writing it would "
+                                "destroy it; give another output file")
+
+
+def human_stream(*outputs: str | os.PathLike | None) -> TextIO:
+    """Where a command prints its table and messages: standard error when one of its outputs
+    goes to standard output (`--json -`), so that output stays clean for a pipe."""
+    return sys.stderr if any(is_stdout(o) for o in outputs) else sys.stdout
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """A temporary path beside `path` for a writer that wants a file name (onnx.save_model);
-    it replaces `path` when the block ends without an error."""
-    target = Path(path)
+    """A temporary path for a writer that wants a file name (onnx.save_model); when the block
+    ends without an error its content goes to `path` as the module's docstring says."""
+    if is_stdout(path) or writes_in_place(path):
+        # Whole or nothing here too: the content is complete before anything reaches the pipe.
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix("output"), suffix=Path(path).suffix)
+        os.close(fd)
+        try:
+            yield Path(tmp)
+            _copy_into(path, Path(tmp))
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return
+    target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    _remove_stale(target.parent, f".{target.name}.")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
+                               suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
@@ -39,6 +124,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _copy_into(path: str | os.PathLike, source: Path) -> None:
+    """source's bytes written into standard output or an existing node (appended: a regular
+    file behind /dev/stdout keeps what its owner wrote before)."""
+    try:
+        with open(source, "rb") as src:
+            if is_stdout(path):
+                sys.stdout.flush()
+                shutil.copyfileobj(src, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+                return
+            with open(path, "ab") as out:
+                shutil.copyfileobj(src, out)
+    except BrokenPipeError:
+        raise  # the reader has gone: the CLI ends quietly
+    except OSError as e:  # /dev/full, a device that refuses: the user's node, the user's error
+        raise UserError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
 
 
 @contextlib.contextmanager
@@ -62,6 +165,102 @@ def atomic_write_json(path: str | os.PathLike, value: object, indent: int | None
     with atomic_open(path, "w") as f:
         json.dump(value, f, indent=indent)
         f.write("\n")
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """A fresh temporary folder beside `path` to fill; when the block ends without an error it
+    takes `path`'s place (a folder there before is removed with everything in it: check first
+    that ccgym owns it). On any error, Ctrl-C included, it is removed and `path` is untouched."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target.parent, f".{target.name}.")
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
+                                suffix=".tmp"))
+    try:
+        yield tmp
+        os.chmod(tmp, FOLDER_MODE & ~_umask())
+        _swap_in(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap_in(new: Path, target: Path) -> None:
+    """Renames `new` to `target`, removing an old `target`; signals wait until it is done, so
+    that Ctrl-C never leaves neither folder in place."""
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.rename(target, old)
+            os.rename(new, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(new, target)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
+    """tempfile.TemporaryDirectory named for this process (ccgym-KIND-PID-...), removed when the
+    block ends; one that a killed process (SIGKILL) leaves is removed by the next ccgym command
+    (remove_stale_temporaries)."""
+    return tempfile.TemporaryDirectory(prefix=_temp_prefix(kind))
+
+
+def remove_stale_temporaries() -> None:
+    """Removes the temporary files and folders (temporary_folder, outputs on their way into a
+    pipe) of ccgym processes that are gone."""
+    _remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
+
+
+def _temp_prefix(kind: str) -> str:
+    return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
+
+
+def _remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
+    """Removes the entries of `folder` named PREFIX[KIND-]PID-... whose process is gone and
+    whose owner is this user: what a killed writer left behind. A process that is alive, or
+    another user's, keeps its own."""
+    pattern = re.compile(re.escape(prefix) + (r"[a-z]+-" if kinds else "") + r"(\d+)-")
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if not match or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def folder_owned(path: str | os.PathLike, owned: Callable[[Path], bool]) -> bool:
+    """Whether `path` is missing, empty, or holds only entries for which owned(entry) holds:
+    a folder a command may replace as a whole."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return not folder.exists()
+    return all(owned(entry) for entry in folder.iterdir())
 
 
 def _umask() -> int:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
+
+from ccgym import files
 
 # Seeds reach the C++ core as unsigned 64-bit integers, and a run's seeds are seed..seed+runs-1:
 # 32 bits leave room for that and are what a person types.
@@ -19,6 +22,14 @@ MAX_SEED = 2**32 - 1
 # The longest run a verb accepts: an hour of a simulated or real link. Longer runs are rarely
 # meant (a typo in units), and would take long enough to look like a hang.
 MAX_DURATION_S = 3600.0
+# Runs (seeds) of one scheme on one link: beyond 100 a mean's error no longer shrinks in a way
+# a leaderboard shows, and a typo (--runs 1000000) would run for days.
+MAX_RUNS = 100
+# Search trials and generated traces: larger counts are typos or jobs for a script.
+MAX_TRIALS = 2000
+MAX_TRACES = 10000
+# What a --plots folder holds: figures and the index page that shows them.
+PLOT_FILE_SUFFIXES = (".png", ".svg", ".html")
 
 
 def seed(text: str) -> int:
@@ -57,19 +68,29 @@ def nonnegative_s(text: str) -> float:
     return value
 
 
+def output(suffixes: Sequence[str] = (), stdout: bool = True, what: str = ""):
+    """A file to write, checked before any work (ccgym.files.check_output): '-' is standard
+    output where `stdout` (text and JSON), a pipe or a device is written in place, a symlink
+    followed. With `suffixes`, the name must end in one of them: the file's format (`what`) is
+    fixed, and a name that says another would mislead whoever opens it."""
+    def parse(text: str) -> Path:
+        if text != files.STDOUT:
+            text = os.path.expanduser(text)
+        problem = files.check_output(text, stdout)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        name = Path(text).name.lower()
+        if suffixes and text != files.STDOUT and not files.writes_in_place(text) \
+                and not name.endswith(tuple(suffixes)):
+            raise argparse.ArgumentTypeError(
+                f"{text}: this output is {what or 'a file'}; name it {' or '.join(suffixes)}")
+        return Path(text)
+    return parse
+
+
 def output_file(text: str) -> Path:
-    """A file to write (--json OUT): not a folder, in a folder that exists."""
-    path = Path(text).expanduser()
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {path.parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise argparse.ArgumentTypeError(f"{text} is not writable")
-    return path
+    """A text or JSON file to write (--json OUT), '-' for standard output; see output()."""
+    return output()(text)
 
 
 def output_folder(text: str) -> Path:
@@ -78,6 +99,8 @@ def output_folder(text: str) -> Path:
     path = Path(text).expanduser()
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path")
+    if text == files.STDOUT:
+        raise argparse.ArgumentTypeError("standard output cannot take a folder; give a folder")
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     existing = path.resolve()
@@ -88,6 +111,26 @@ def output_folder(text: str) -> Path:
     if not os.access(existing, os.W_OK):
         raise argparse.ArgumentTypeError(f"{existing} is not writable")
     return path
+
+
+def plots_folder(text: str) -> Path:
+    """A folder of plots (--plots DIR), which the command writes as a whole: new, empty, or
+    one that holds only plots and their index (an earlier --plots), so that replacing it
+    destroys nothing else and leaves no stale plot behind."""
+    path = output_folder(text)
+    resolved = path.resolve()
+    if resolved == Path.cwd().resolve() or resolved in Path.cwd().resolve().parents:
+        raise argparse.ArgumentTypeError(f"{text} is the working folder or holds it; "
+                                         "give a folder of its own")
+    if not files.folder_owned(resolved, _plot_file):
+        raise argparse.ArgumentTypeError(
+            f"{text} holds files other than plots; the plots replace the folder as a whole: "
+            "give a new or empty folder, or one an earlier --plots wrote")
+    return path
+
+
+def _plot_file(entry: Path) -> bool:
+    return entry.is_file() and not entry.is_symlink() and entry.suffix in PLOT_FILE_SUFFIXES
 
 
 def _integer(text: str) -> int:

@@ -5,7 +5,8 @@ runs it with OpenCV's dnn module; its metadata holds the observation scaling, th
 and the step. After writing, the file is checked against PyTorch with onnxruntime over
 observations of a simulated run. Examples:
 
-  ccgym export runs/quick__1__20250101-120000            # writes .../policy.onnx
+  ccgym export runs/quick                 # the newest quick run: writes its policy.onnx
+  ccgym export runs/quick -o policy.onnx
   ccgym export runs/quick__1__20250101-120000/policy.pt -o /tmp/indigo.onnx
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import atomic_path, check_not_input, check_output
 
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
 CHECK_LINK = "rate_mbps=12,delay_ms=20"
@@ -26,8 +28,10 @@ CHECK_TOLERANCE = 1e-4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", metavar="RUN_DIR_OR_PT",
                         help="a run folder (its policy.pt) or a policy .pt file")
-    parser.add_argument("-o", "--output", metavar="OUT.onnx", type=flags.output_file,
-                        help="where to write (default: policy.onnx beside the policy)")
+    parser.add_argument("-o", "--output", metavar="OUT.onnx",
+                        type=flags.output((".onnx",), stdout=False, what="an ONNX model"),
+                        help="where to write (default: policy.onnx beside the policy); a name "
+                             "that does not end in .onnx is refused")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the onnxruntime-versus-PyTorch check")
 
@@ -42,15 +46,23 @@ def run(args: argparse.Namespace) -> int:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
         raise UserError(f"{source}: cannot load the policy: {e}") from e
-    # -o was checked as it was parsed (flags.output_file); the default lies beside the source.
+    # -o was checked as it was parsed (flags.output); the default lies beside the source.
     output = Path(args.output) if args.output else source.with_suffix(".onnx")
-    export_policy(policy, output)
-    print(f"wrote {output} (hidden size {policy.hidden_size}, {output.stat().st_size} bytes)")
-    if not args.no_check:
-        observations = recorded_observations(CHECK_LINK, CHECK_STEPS)
-        worst = max_difference(policy, output, observations)
-        print(f"onnxruntime vs PyTorch over {CHECK_STEPS} steps: max |difference| {worst:.2e}")
-        if worst > CHECK_TOLERANCE:
-            raise UserError(f"{output}: onnxruntime and PyTorch differ by {worst:.2e} "
-                            f"(> {CHECK_TOLERANCE:g}); the export is wrong")
+    problem = check_output(output, stdout=False)
+    if problem:
+        raise UserError(f"cannot write the ONNX model: {problem} (give -o OUT.onnx)")
+    check_not_input(output, [source], "-o")
+    # The model is checked before it reaches the output: a wrong export replaces nothing.
+    with atomic_path(output) as model:
+        export_policy(policy, model)
+        size = model.stat().st_size
+        if not args.no_check:
+            observations = recorded_observations(CHECK_LINK, CHECK_STEPS)
+            worst = max_difference(policy, model, observations)
+            print(f"onnxruntime vs PyTorch over {CHECK_STEPS} steps: max |difference| "
+                  f"{worst:.2e}")
+            if worst > CHECK_TOLERANCE:
+                raise UserError(f"{output}: onnxruntime and PyTorch differ by {worst:.2e} "
+                                f"(> {CHECK_TOLERANCE:g}); the export is wrong, nothing written")
+    print(f"wrote {output} (hidden size {policy.hidden_size}, {size} bytes)")
     return 0

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="UDP port to listen on")
     parser.add_argument("--bind", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this host only)")
-    parser.add_argument("--log", metavar="FILE", type=flags.output_file,
+    parser.add_argument("--log", metavar="FILE", type=flags.output(stdout=False, what="a log"),
                         help="arrival log (TSV, as analysis/ reads it)")
     parser.add_argument("--duration-s", type=flags.nonnegative_s, default=0.0,
                         help="stop after this long; 0 runs until Ctrl-C (default)")
@@ -33,11 +33,12 @@ def check_bind_address(address: str) -> None:
     """The address must be one of this host's (or 0.0.0.0): checked here, where the error can
     say so, rather than by the receiver after this process has become it."""
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((address, 0))
+        family, _, _, _, where = socket.getaddrinfo(address, 0, 0, socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind(where)
     except socket.gaierror:
-        raise UserError(f"--bind {address}: not an IPv4 address of this host "
-                        "(e.g. 0.0.0.0 for every interface)") from None
+        raise UserError(f"--bind {address}: not an address of this host "
+                        "(e.g. 0.0.0.0 or :: for every interface)") from None
     except OSError as e:
         raise UserError(f"--bind {address}: cannot listen there ({e.strerror}); give an address "
                         "of this host, or 0.0.0.0 for every interface") from None

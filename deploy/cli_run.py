@@ -11,7 +11,10 @@ smallest is taken as half the minimum RTT; queueing on the way out is exact), an
 the path's capacity is unknown: no omniscient row, no utilization.
 
 Schemes: every classic one (cubic, bbr, fixed:20, ...) and learned policies:
-lstm:runs/NAME (exported to ONNX for the run), lstm:FILE.pt or lstm:FILE.onnx.
+lstm:RUN_DIR (exported to ONNX for the run; lstm:runs/NAME is the newest run of config
+NAME, e.g. runs/quick after `ccgym train`), lstm:FILE.pt or lstm:FILE.onnx.
+A --link is a spec or a packaged link's name (`ccgym links list SET`); trace paths are
+taken from the working folder, else from $CCGYM_DATA.
 Kernel TCP (kernel:cubic, kernel:bbr, kernel:reno: what the kernel offers) runs as a
 bulk transfer through the link shell (`ccgym shell`, needs root), scored from the
 shell's log; --against SCHEME adds a second flow through the same bottleneck, and the
@@ -19,10 +22,12 @@ table gives each flow's share and Jain's index.
 Every process ends with the run, also on Ctrl-C. Examples:
 
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
-  ccgym run --link trace=cell.up,delay_ms=20 --scheme lstm:runs/quick --simulate --plots out/
+  ccgym run --link trace=traces/cellular/Verizon-LTE-short.down,delay_ms=20 --duration-s 10 \\
+      --scheme lstm:runs/quick --simulate --plots out/
   sudo ccgym run --link rate_mbps=24,delay_ms=20 --scheme lstm:policy.onnx --against kernel:cubic
+  ccgym run --link verizon-lte-short --scheme bbr --duration-s 10
   ccgym run --remote 192.0.2.7:9000 --scheme bbr --json bbr.json
-      # on the far host first: ccgym receive --port 9000 --bind 0.0.0.0
+      # on the far host first: ccgym receive --port 9000 --bind 0.0.0.0 ([::1]:9000: IPv6)
 """
 
 from __future__ import annotations
@@ -31,13 +36,13 @@ import argparse
 import contextlib
 import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import human_stream, temporary_folder
 from ccgym.interrupts import sigterm_as_interrupt
 
 DEFAULT_DURATION_S = 30.0
@@ -45,8 +50,9 @@ DEFAULT_DURATION_S = 30.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--link", metavar="SPEC",
-                       help="emulate this link in real time on loopback, e.g. rate_mbps=12,delay_ms=20")
+    where.add_argument("--link", metavar="SPEC|NAME",
+                       help="emulate this link in real time on loopback: a spec, e.g. "
+                            "rate_mbps=12,delay_ms=20, or a packaged link's name")
     where.add_argument("--remote", metavar="HOST:PORT",
                        help="send to `ccgym receive` on another host over the real path")
     parser.add_argument("--scheme", required=True,
@@ -62,9 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the rows as JSON (a list of objects)")
-    parser.add_argument("--plots", metavar="DIR", type=flags.output_folder,
-                        help="write PNG plots into DIR")
+                        help="write the rows as JSON (a list of objects); '-': standard output "
+                             "(the table then goes to standard error)")
+    parser.add_argument("--plots", metavar="DIR", type=flags.plots_folder,
+                        help="write plots and their index.html into DIR, replacing what an "
+                             "earlier --plots wrote there (a folder of other files is refused)")
     parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
                         help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -84,8 +92,26 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
                 path.rmdir()
             raise
     else:
-        with tempfile.TemporaryDirectory(prefix="ccgym-run-") as tmp:
+        with temporary_folder("run") as tmp:
             yield Path(tmp)
+
+
+def remote_link(remote: str):
+    """The path to `ccgym receive` at HOST:PORT ([ADDRESS]:PORT for IPv6), resolved now."""
+    from ccgym.emulators.links import Link
+
+    host, sep, port = remote.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--remote {remote}: expected HOST:PORT ([ADDRESS]:PORT for IPv6, "
+                        "e.g. [::1]:9000)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        socket.getaddrinfo(host, int(port), 0, socket.SOCK_DGRAM)
+    except socket.gaierror as e:
+        raise UserError(f"--remote {remote}: cannot resolve host {host!r} "
+                        f"({e.strerror})") from None
+    return Link(name=f"remote {remote}", group="remote", spec="", source="--remote")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,22 +120,14 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.analysis.leaderboard import format_leaderboard
     from ccgym.analysis.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
-    from ccgym.emulators.links import Link, link_from_spec
+    from ccgym.emulators.links import resolve_link
 
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
     if args.remote:
-        host, sep, port = args.remote.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UserError(f"--remote {args.remote}: expected HOST:PORT")
-        try:
-            socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_DGRAM)
-        except socket.gaierror as e:
-            raise UserError(f"--remote {args.remote}: cannot resolve host {host!r} "
-                            f"({e.strerror})") from None
-        link = Link(name=f"remote {args.remote}", group="remote", spec="", source="--remote")
+        link = remote_link(args.remote)
     else:
-        link = link_from_spec(args.link)
+        link = resolve_link(args.link)
         check_run_length(link, args.duration_s * 1000.0)
     if args.against or args.scheme.startswith("kernel:"):
         return _run_through_shell(args, link)
@@ -156,10 +174,12 @@ def run(args: argparse.Namespace) -> int:
         runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
                         simulated[0].log, simulated[0].opportunities_ms))
 
-    print(format_leaderboard(rows))
+    out = human_stream(args.json)
+    print(format_leaderboard(rows), file=out)
     if args.remote:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
-              f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown")
+              f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown",
+              file=out)
     write_outputs(rows, runs, args.json, args.plots)
     return 0
 
@@ -199,12 +219,13 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     if real.kernel_min_rtt_ms:
         row["kernel_min_rtt_ms"] = real.kernel_min_rtt_ms
     rows.append(row)
-    print(format_leaderboard(rows))
+    out = human_stream(args.json)
+    print(format_leaderboard(rows), file=out)
     for flow in row.get("flows", []):
         print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
-              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s")
+              f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
     if "jain_index" in row:
-        print(f"Jain's fairness index: {row['jain_index']:.3f}")
+        print(f"Jain's fairness index: {row['jain_index']:.3f}", file=out)
     run = Run(link, label, args.seed, real.duration_ms, metrics, real.log.columns(),
               real.opportunities_ms)
     write_outputs(rows, [run], args.json, args.plots)

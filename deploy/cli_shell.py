@@ -14,7 +14,7 @@ packet entered and left the link, drops) and prints each outgoing flow's figures
 Examples:
 
   sudo ccgym shell --link rate_mbps=12,delay_ms=20,queue=droptail:packets=100
-  ccgym shell --link trace=cell.up,ack_trace=cell.down,delay_ms=20 --log out -- \\
+  sudo ccgym shell --link trace=traces/cellular/Verizon-LTE-short.up,delay_ms=20 --log out -- \\
       sh -c 'iperf3 -c $CCGYM_SHELL_OUTSIDE -t 10'
 """
 
@@ -27,7 +27,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import temporary_folder
 from ccgym.interrupts import interrupt_after, sigterm_as_interrupt
 
 LINK_CHECK_S = 0.5
@@ -38,26 +40,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the link, e.g. rate_mbps=12,delay_ms=20 (data direction: out of the shell)")
     parser.add_argument("--log", metavar="DIR",
                         help="write the per-packet log to DIR/shell.tsv and print each flow's figures")
-    parser.add_argument("--seed", type=int, default=1,
+    parser.add_argument("--seed", type=flags.seed, default=1,
                         help="seed of the link's randomness: loss, Poisson deliveries (default 1)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="what to run inside (default: $SHELL)")
 
 
 def run(args: argparse.Namespace) -> int:
-    import tempfile
-
     from ccgym.deploy.shell import link_shell
-    from ccgym.emulators.links import link_from_spec
+    from ccgym.emulators.links import resolve_link
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         command = [os.environ.get("SHELL") or "/bin/sh"]
-    link = link_from_spec(args.link)
+    link = resolve_link(args.link)
     log_dir = Path(args.log) if args.log else None
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="ccgym-shell-") as tmp:
+    with sigterm_as_interrupt(), temporary_folder("shell") as tmp:
         workdir = log_dir or Path(tmp)
         log_path = workdir / "shell.tsv" if log_dir else None
         with link_shell(link.spec, args.seed, log_path, workdir) as shell:

@@ -29,6 +29,7 @@ from pathlib import Path
 from ccgym.deploy.harness import (DRAIN_S, STARTUP_TIMEOUT_S, Process, RealRun, _sender_args,
                                   find_program, processes)
 from ccgym.errors import UserError
+from ccgym.files import temporary_folder
 
 SHELL_PROGRAM = "ccgym-shell-link"
 READY = re.compile(r"ready pid=(\d+) outside=(\S+) inside=(\S+) device=(\S+)")
@@ -260,14 +261,12 @@ def run_kernel_scheme(link, scheme: str, seeds: Sequence[int], duration_ms: floa
                       flows: int = 1, interval_ms: float = 0.0) -> list:
     """`ccgym eval`'s runs of a kernel scheme: `flows` bulk TCP transfers through the link
     shell per seed, in real time, scored like the simulator's runs (analysis.evaluate.Run)."""
-    import tempfile
-
     from ccgym.analysis.evaluate import Run
     from ccgym.analysis.metrics import summarize
 
     runs = []
     for seed in seeds:
-        with tempfile.TemporaryDirectory(prefix="ccgym-shell-") as tmp:
+        with temporary_folder("shell") as tmp:
             real = run_in_shell(link.spec, [scheme] * flows, duration_ms / 1000.0, seed,
                                 Path(tmp), interval_s=interval_ms / 1000.0)
         metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)

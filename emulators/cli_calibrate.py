@@ -26,11 +26,14 @@ import contextlib
 import re
 import time
 from pathlib import Path
+from typing import TextIO
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import human_stream
 
 DEFAULT_TRIALS = 60
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 MAX_SIM_RUNS = 10
 PERCENT = 100.0
 _NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -40,21 +43,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("measured", nargs="+", metavar="MEASURED",
                         help="`ccgym run --json` files of several schemes on one path")
     parser.add_argument("--schemes", help="fit only these measured schemes (comma-separated)")
-    parser.add_argument("--trials", type=flags.count(1), default=DEFAULT_TRIALS,
+    parser.add_argument("--trials", type=flags.count(1, flags.MAX_TRIALS),
+                        default=DEFAULT_TRIALS,
                         help=f"candidates per delivery process (default {DEFAULT_TRIALS})")
     parser.add_argument("--sim-runs", type=flags.count(1, MAX_SIM_RUNS), default=2,
                         help="simulated runs (seeds) of each scheme per candidate (default 2)")
     parser.add_argument("--seed", type=flags.seed, default=1, help="seed of the search (default 1)")
     parser.add_argument("--leave-one-out", action="store_true",
                         help="also fit without each scheme in turn and predict it")
-    parser.add_argument("-o", "--output", metavar="LINK.toml", type=flags.output_file,
-                        help="write the calibrated link as a one-link TOML link set")
+    parser.add_argument("-o", "--output", metavar="LINK.toml",
+                        type=flags.output((".toml",), what="a TOML link set"),
+                        help="write the calibrated link as a one-link TOML link set ('-': "
+                             "standard output)")
     parser.add_argument("--name", help="the calibrated link's name (default: from -o, else "
                                        "'calibrated')")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the fit, the errors per scheme and leave-one-out as JSON")
-    parser.add_argument("--plot", metavar="PNG", type=flags.output_file,
-                        help="plot measured vs calibrated points in the throughput-delay plane")
+                        help="write the fit, the errors per scheme and leave-one-out as JSON "
+                             "('-': standard output)")
+    parser.add_argument("--plot", metavar="PNG",
+                        type=flags.output(PLOT_SUFFIXES, stdout=False, what="an image"),
+                        help="plot measured vs calibrated points in the throughput-delay "
+                             "plane; the format follows the name: .png, .svg or .pdf")
     parser.add_argument("--ray-address", metavar="ADDR",
                         help="score candidates as Ray tasks on this cluster, as many at once as "
                              "it has CPUs")
@@ -77,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ccgym.emulators import calibrate as cal
+    from ccgym.files import check_not_input
 
     # The Gaussian process's matrices are tiny (one row per trial): one torch thread fits them
     # faster than several (measured: 0.37 s against 0.90 s per trial with two threads on a busy
@@ -84,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
 
     name = link_name(args)
+    for flag, output in (("-o", args.output), ("--json", args.json), ("--plot", args.plot)):
+        check_not_input(output, args.measured, flag)
     schemes = None
     if args.schemes is not None:
         schemes = [s.strip() for s in args.schemes.split(",")]
@@ -119,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
                                          args.sim_runs, batch, evaluator_for, progress)
     calibration = cal.Calibration(measurements, fit, left_out, time.monotonic() - start)
 
-    print(format_calibration(calibration, name))
-    write_outputs(calibration, args, name)
+    out = human_stream(args.output, args.json)
+    print(format_calibration(calibration, name), file=out)
+    write_outputs(calibration, args, name, out)
     return 0
 
 
@@ -156,7 +169,7 @@ def format_calibration(c, name: str) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(c, args: argparse.Namespace, name: str) -> None:
+def write_outputs(c, args: argparse.Namespace, name: str, out: TextIO) -> None:
     """-o LINK.toml (checked by loading it back before it replaces anything), --json, --plot."""
     from ccgym.emulators.calibrate import link_set_toml
     from ccgym.files import atomic_path, atomic_write_json
@@ -174,10 +187,10 @@ def write_outputs(c, args: argparse.Namespace, name: str) -> None:
         with atomic_path(args.output) as tmp:
             tmp.write_text(text)
             load_link_set(tmp)  # the file must be a link set every verb accepts
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output}", file=out)
     if args.json is not None:
         atomic_write_json(args.json, c.to_dict())
-        print(f"wrote {args.json}")
+        print(f"wrote {args.json}", file=out)
     if args.plot is not None:
         from ccgym.analysis.plots import plot_calibration
 
@@ -189,4 +202,4 @@ def write_outputs(c, args: argparse.Namespace, name: str) -> None:
         title = (f"{c.measurements.path}: measured vs calibrated ({name}, "
                  f"{c.fit.error * PERCENT:.1f}% error), {duration:g} s runs")
         plot_calibration(measured, emulated, title, args.plot)
-        print(f"wrote {args.plot}")
+        print(f"wrote {args.plot}", file=out)

@@ -17,7 +17,6 @@ trace=FILE,ack_trace=FILE,delay_ms=20. Recorded traces are found through ${CCGYM
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Collection
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.emulators import links as links_mod
-from ccgym.files import atomic_write_json
+from ccgym.files import atomic_write_json, check_not_input, is_stdout
 
 # Statistics of a generated delivery process are taken over this much of it.
 GENERATED_STATS_DURATION_S = 60.0
@@ -63,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a link spec string, or the name of a link (in --links SET if given, "
                         "else in the packaged sets)")
     p.add_argument("--links", metavar="SET", help="a link set: TOML file or packaged name")
-    p.add_argument("--json", metavar="OUT", type=Path,
+    p.add_argument("--json", metavar="OUT", type=flags.output_file,
                    help="also write the statistics as JSON to OUT ('-': standard output only)")
     p.add_argument("--seed", type=flags.seed, default=DEFAULT_STATS_SEED,
                    help=f"seed of a generated (poisson) process (default {DEFAULT_STATS_SEED})")
@@ -78,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "Prints the paths written.")
     p.add_argument("--out", required=True, type=flags.output_folder, metavar="DIR",
                    help="folder to write into (created if missing)")
-    p.add_argument("--count", type=flags.count(1), default=1, metavar="N",
+    p.add_argument("--count", type=flags.count(1, flags.MAX_TRACES), default=1, metavar="N",
                    help="number of traces, seeds K, K+1, ... (default 1)")
     p.add_argument("--mean-mbps", type=float, default=DEFAULT_GENERATE_MEAN_MBPS, metavar="X",
                    help=f"mean rate of each trace (default {DEFAULT_GENERATE_MEAN_MBPS:g})")
@@ -139,15 +138,6 @@ def _list_links(set_name: str) -> int:
 
 # ---------------------------------------------------------------- show
 
-def _find_packaged_link(name: str) -> links_mod.Link:
-    """A link of the packaged sets by name; only the set holding it is built."""
-    for path in links_mod.packaged_link_sets():
-        if name in links_mod.read_link_set_info(path).names:
-            return _pick(links_mod.load_link_set(path), name, path.stem)
-    raise UserError(f"{name!r} is neither a link spec (key=value,...) nor the name of a link in "
-                    "the packaged sets (`ccgym links list SET` shows their names)")
-
-
 def _pick(links: list[links_mod.Link], name: str, set_name: str) -> links_mod.Link:
     for link in links:
         if link.name == name:
@@ -166,7 +156,7 @@ def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
     if args.links is not None:
         links = links_mod.resolve_links(None, args.links)
         return links if args.link is None else [_pick(links, args.link, args.links)]
-    return [_find_packaged_link(args.link)]
+    return [links_mod.packaged_link(args.link, "SPEC|NAME")]
 
 
 def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dict[str, Any]:
@@ -203,12 +193,12 @@ def _describe_process(process: dict[str, Any]) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     links = _links_to_show(args)
+    check_not_input(args.json, links_mod.input_files(links, args.links), "--json")
     results = [{"name": link.name, "group": link.group, "spec": link.spec,
                 "source": link.source, "statistics": link_statistics(link, args.seed)}
                for link in links]
-    if args.json is not None and str(args.json) == "-":
-        json.dump({"links": results}, sys.stdout, indent=2)
-        print()
+    if is_stdout(args.json):
+        _write_json(args.json, {"links": results})
         return 0
     rows = []
     for r in results:
@@ -232,6 +222,8 @@ def _show(args: argparse.Namespace) -> int:
 def _write_json(path: Path, value: Any) -> None:
     try:
         atomic_write_json(path, value)
+    except BrokenPipeError:
+        raise  # the reader has gone: the CLI ends quietly
     except OSError as e:
         raise UserError(f"--json {path}: cannot write: {e.strerror}") from None
 

@@ -366,8 +366,18 @@ def _spec_items(spec_text: str) -> list[tuple[str, str, str]]:
 def _absolute_traces(spec_text: str, where: str) -> str:
     """Expands ${CCGYM_DATA} and makes trace paths absolute, so that a spec given on the
     command line still names the same files in workers started elsewhere."""
-    return _map_traces(spec_text, lambda value: str(
-        Path(_expand_data(value, where)).expanduser().absolute()))
+    return _map_traces(spec_text, lambda value: _command_line_trace(value, where))
+
+
+def _command_line_trace(value: str, where: str) -> str:
+    """A trace path typed on the command line: absolute, else relative to the working folder,
+    else (when nothing is there) relative to the shared data, $CCGYM_DATA."""
+    path = Path(_expand_data(value, where)).expanduser()
+    if not path.is_absolute() and not path.exists():
+        data = data_dir()
+        if data is not None and (data / path).exists():
+            return str((data / path).absolute())
+    return str(path.absolute())
 
 
 def rebase_entry(entry: str, base: Path) -> str:
@@ -396,8 +406,34 @@ def resolve_entries(entries: str | Sequence[str], group: str | None = None,
             link = link_from_spec(entry, where)
             links.append(dataclasses.replace(link, group=group) if group else link)
         else:
-            links.extend(load_link_set(find_link_set(entry)))
+            links.extend(_set_or_packaged_link(entry))
     return links
+
+
+def _set_or_packaged_link(name: str) -> list[Link]:
+    """The links of the set `name` names, else the packaged link of that name."""
+    try:
+        return load_link_set(find_link_set(name))
+    except UserError as not_a_set:
+        try:
+            return [packaged_link(name)]
+        except UserError:
+            raise not_a_set from None
+
+
+def packaged_link(name: str, where: str = "--link") -> Link:
+    """A link of the packaged sets by name (`ccgym links list SET` shows them); only the set
+    holding it is built."""
+    for path in packaged_link_sets():
+        if name in read_link_set_info(path).names:
+            return next(link for link in load_link_set(path) if link.name == name)
+    raise UserError(f"{where} {name!r} is neither a link spec (key=value,...) nor the name of a "
+                    "link in the packaged sets (`ccgym links list SET` shows their names)")
+
+
+def resolve_link(text: str, where: str = "--link") -> Link:
+    """One link as every --link flag takes it: a spec string, or a packaged link's name."""
+    return link_from_spec(text, where) if is_spec(text) else packaged_link(text, where)
 
 
 def needs_shared_data(entries: str | Sequence[str]) -> bool:
@@ -439,6 +475,16 @@ def spec_fields(spec_text: str) -> dict[str, str]:
     return {key.strip(): value.strip() for key, sep, value in _spec_items(spec_text) if sep}
 
 
+def input_files(links: Sequence[Link], links_flag: str | None = None) -> list[str]:
+    """The files a verb reads for its links (a --links set file, their traces): an output
+    must not be one of them (ccgym.files.check_not_input)."""
+    files = [str(find_link_set(links_flag))] if links_flag is not None else []
+    for link in links:
+        fields = spec_fields(link.spec)
+        files += [fields[key] for key in TRACE_KEYS if fields.get(key)]
+    return files
+
+
 def find_link_set(name_or_path: str) -> Path:
     """A link set file from a path, or from the name of a packaged set ("indigo-synthetic")."""
     path = Path(name_or_path).expanduser()
@@ -455,7 +501,9 @@ def find_link_set(name_or_path: str) -> Path:
 def add_link_arguments(parser: Any, example: str) -> None:
     """A verb's --link SPEC | --links SET flags (one of them required), read by resolve_links."""
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--link", metavar="SPEC", help=f"one link spec, e.g. '{example}'")
+    where.add_argument("--link", metavar="SPEC|NAME",
+                       help=f"one link: a spec, e.g. '{example}' (trace paths relative to "
+                            "here or to $CCGYM_DATA), or a packaged link's name")
     where.add_argument("--links", metavar="SET",
                        help="a link set: a TOML file or a packaged set name (see `ccgym links`)")
 
@@ -465,7 +513,7 @@ def resolve_links(link: str | None, links: str | None) -> list[Link]:
     if link is not None and links is not None:
         raise UserError("give --link SPEC or --links SET, not both")
     if link is not None:
-        return [link_from_spec(link)]
+        return [resolve_link(link)]
     if links is not None:
         return load_link_set(find_link_set(links))
     raise UserError("no link given: use --link SPEC or --links SET "

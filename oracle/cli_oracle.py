@@ -35,24 +35,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run length of each search run (default: a trace once, else 30 s)")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
                         help="write a JSON list of {link, bdp_packets, ideal_window, margin, "
-                             "lookback, score, bdp_score}")
+                             "lookback, score, bdp_score} ('-': standard output)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ccgym.emulators.links import resolve_links
-    from ccgym.files import atomic_write_json
+    from ccgym.emulators.links import input_files, resolve_links
+    from ccgym.files import atomic_write_json, check_not_input, human_stream
     from ccgym.oracle.ideal import summarize_link
 
     links = resolve_links(args.link, args.links)
+    check_not_input(args.json, input_files(links, args.links), "--json")
     duration_ms = None if args.duration_s is None else args.duration_s * 1000.0
 
     summaries = []
     for link in tqdm(links, desc="oracle", unit="link", disable=args.no_progress, leave=False):
         summaries.append(summarize_link(link.name, link.spec, args.seed, duration_ms))
-    print(format_table(summaries))
+    print(format_table(summaries), file=human_stream(args.json))
     if args.json:
         atomic_write_json(args.json, [s.to_dict() for s in summaries])
     return 0

@@ -7,7 +7,7 @@ member's units side by side (policies/lstm.py: ensemble), written as an ordinary
 `ccgym eval --schemes lstm:FILE`, `ccgym export FILE` and `ccgym-sender` take it unchanged.
 It costs the members' decision time together. Example:
 
-  ccgym ensemble runs/cellular__1__... runs/cellular__2__... runs/cellular__3__... -o cellular.pt
+  ccgym ensemble runs/cellular__* -o cellular.pt          # every seed of one config
 """
 
 from __future__ import annotations
@@ -16,13 +16,18 @@ import argparse
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.files import check_not_input
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policies", metavar="RUN_DIR_OR_PT", nargs="+",
                         help="run folders (their policy.pt) or policy .pt files, two or more")
-    parser.add_argument("-o", "--output", metavar="OUT.pt", type=flags.output_file,
-                        required=True, help="the ensemble's policy file to write")
+    parser.add_argument("-o", "--output", metavar="OUT.pt", required=True,
+                        type=flags.output((".pt",), stdout=False,
+                                          what="a PyTorch policy file (`ccgym export` makes "
+                                               "ONNX of it)"),
+                        help="the ensemble's policy file to write (.pt; never one of the "
+                             "members)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     if len(args.policies) < 2:
         raise UserError("give two or more policies to average")
     members = []
-    for argument in args.policies:
-        source = resolve_policy_path(argument, "")
+    sources = [resolve_policy_path(argument, "") for argument in args.policies]
+    check_not_input(args.output, sources, "-o")
+    for source in sources:
         try:
             members.append(LstmPolicy.load(source))
         except (ValueError, OSError) as e:

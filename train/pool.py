@@ -37,10 +37,24 @@ def _start_local_ray(workers: int) -> None:
 
     os.environ[_LOCAL_ONLY_ENV] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False  # ray is imported already: set what it read
+    _token_auth_quietly()
     # address="local": a Ray of this run's own, never a cluster that `ray start` left on this
     # machine (ray.init() would join that one).
     ray.init(address="local", num_cpus=workers, include_dashboard=False,
              logging_level=logging.WARNING)
+
+
+def _token_auth_quietly() -> None:
+    """Token authentication on, as Ray's default for a new local instance is, but chosen here:
+    Ray warns on every run when it chooses it itself ("Token authentication is enabled ...
+    Set RAY_AUTH_MODE=disabled to opt out"), which tells a user of `ccgym train` nothing.
+    A mode the user set stays as set."""
+    if _AUTH_MODE_ENV in os.environ:
+        return
+    os.environ[_AUTH_MODE_ENV] = "token"
+    from ray._raylet import Config
+
+    Config.initialize("")  # ray is imported already: re-read the environment
 
 
 def _join_cluster(address: str) -> None:
@@ -50,18 +64,7 @@ def _join_cluster(address: str) -> None:
 
     import ray
 
-    if address != "auto":
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise UserError(f"ray address {address!r}: expected HOST:PORT (the head's port, "
-                            "6379 unless `ray start --head --port` said otherwise) or auto")
-        try:
-            with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
-                pass
-        except OSError as e:
-            raise UserError(f"ray address {address}: nothing answers there within "
-                            f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); is the head started "
-                            f"(ray start --head --port {port}) and reachable?") from None
+    check_address(address)
     _use_cluster_token()
     try:
         ray.init(address=address, logging_level=logging.WARNING)
@@ -71,6 +74,24 @@ def _join_cluster(address: str) -> None:
                         "with token authentication (Ray's default) needs its token here: copy "
                         "the head's ~/.ray/auth_token, or set RAY_AUTH_TOKEN to the output of "
                         "`ray get-auth-token` on the head") from None
+
+
+def check_address(address: str) -> None:
+    """A UserError within seconds unless something answers at HOST:PORT ("auto" is not
+    checked): called before a run folder is made, so that a wrong address leaves none."""
+    if address == "auto":
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UserError(f"ray address {address!r}: expected HOST:PORT (the head's port, "
+                        "6379 unless `ray start --head --port` said otherwise) or auto")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        raise UserError(f"ray address {address}: nothing answers there within "
+                        f"{CONNECT_TIMEOUT_S:g} s ({e.strerror or e}); is the head started "
+                        f"(ray start --head --port {port}) and reachable?") from None
 
 
 def _use_cluster_token() -> None:

@@ -109,11 +109,14 @@ def hyperparameter_table(config: Any) -> str:
 
 
 def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
-    """A run folder -> its policy.pt; a file is taken as is."""
+    """A run folder -> its policy.pt; a file is taken as is; runs/NAME that is neither -> the
+    newest run of that config holding a policy (runs/NAME__SEED__TIME)."""
     text = str(argument).strip()
     if not text:
         raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
     path = Path(text).expanduser()
+    if not path.exists():
+        path = newest_run(path) or path
     if path.is_dir():
         path = RunFolder(path).policy
         if not path.is_file():
@@ -121,3 +124,14 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
     elif not path.is_file():
         raise UserError(f"{what}{text}: no such run folder or policy file")
     return path
+
+
+def newest_run(prefix: Path) -> Path | None:
+    """The newest of the run folders PREFIX__SEED__TIME that hold a policy (by the time in
+    their names, as RunFolder.create writes it), or None."""
+    if not prefix.name or not prefix.parent.is_dir():
+        return None
+    runs = [p for p in prefix.parent.glob(f"{prefix.name}__*__*") if (p / POLICY_FILE).is_file()]
+    if not runs:
+        return None
+    return max(runs, key=lambda p: (p.name.split("__")[2], p.name))

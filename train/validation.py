@@ -104,3 +104,7 @@ def check_config(config: TrainConfig) -> None:
             raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
     resolve_link_entries(config.links.train, "train")
     resolve_validation_links(config)
+    if config.run.ray_address:
+        from ccgym.train.pool import check_address
+
+        check_address(config.run.ray_address)

@@ -98,7 +98,10 @@ class LearnedPolicy {
 
 std::string scheme_names() {
   std::string out;
-  for (const SchemeInfo& info : scheme_catalog()) out += (out.empty() ? "" : ", ") + info.name;
+  for (const SchemeInfo& info : scheme_catalog()) {
+    // external: a window set from outside, which the sender's command line has no way to do.
+    if (info.name != "external") out += (out.empty() ? "" : ", ") + info.name;
+  }
   return out;
 }
 

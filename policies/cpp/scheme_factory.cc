@@ -76,9 +76,13 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
+// The schemes a user names: `external` is the window that a learned policy, the oracle or an
+// env sets from outside, accepted but never offered (alone it is a fixed window).
 std::string joined_names(const std::vector<SchemeEntry>& entries) {
   std::string out;
-  for (const SchemeEntry& e : entries) out += (out.empty() ? "" : ", ") + e.info.name;
+  for (const SchemeEntry& e : entries) {
+    if (e.info.name != "external") out += (out.empty() ? "" : ", ") + e.info.name;
+  }
   return out;
 }
 

@@ -87,3 +87,35 @@ def test_ellipse_of_runs_spans_one_sigma():
     assert outline[:, 0].min() == pytest.approx(1 - np.sqrt(2))
     assert outline[:, 0].max() == pytest.approx(1 + np.sqrt(2))
     assert np.allclose(outline[:, 1], 5.0)
+
+
+def _overlaps(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])]
+
+
+def test_close_schemes_never_get_overlapping_labels():
+    """Ten schemes, two of them almost on one point (vegas and bbr in the report that had
+    "vegbbr"): every label is a legend entry, and no two texts on the figure overlap."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    names = ["fixed:20", "aimd", "delay", "ewma", "vegas", "cubic", "bbr", "copa", "verus",
+             "sprout"]
+    points = {name: [(40.0 + 7 * i, 9.0 - 0.4 * i)] for i, name in enumerate(names)}
+    points["bbr"] = [(points["vegas"][0][0] * 1.01, points["vegas"][0][1] * 1.001)]
+    fig = plots.tradeoff_figure(points, (20.0, 12.0), "link: every scheme")
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    legend = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert set(names) | {"omniscient bound", plots.HULL_LABEL} <= set(legend)
+    assert _overlaps([t.get_window_extent(renderer) for t in texts]) == []
+
+
+def test_a_figure_follows_its_name(tmp_path):
+    plots.plot_tradeoff({"a": [(50.0, 5.0)]}, None, tmp_path / "plane.svg")
+    svg = (tmp_path / "plane.svg").read_text()
+    assert svg.startswith("<?xml") and "<text" in svg  # text kept as text: small files
+    plots.plot_tradeoff({"a": [(50.0, 5.0)]}, None, tmp_path / "plane.png")
+    assert (tmp_path / "plane.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,6 +7,7 @@ written by RunFolder, TensorBoard events written by the trainer's own writer.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -69,10 +70,13 @@ def report(tmp_path_factory) -> Path:
                     for s, t, d in (("cubic", 9.0, 60.0), ("bbr", 9.6, 35.0))],
         "leave_one_out": {"error": 0.08, "schemes": [{"scheme": "cubic", "error": 0.07},
                                                      {"scheme": "bbr", "error": 0.09}]}}))
+    oracle = tmp / "oracle.json"
+    assert main(["oracle", "--link", "rate_mbps=12,delay_ms=20", "--json", str(oracle),
+                 "--no-progress"]) == 0
     runs = [make_run_folder(tmp / "runs", 1, 0.005), make_run_folder(tmp / "runs", 2, 0.002)]
     out = tmp / "report.html"
-    assert main(["report", str(eval_json), str(plots), str(calibration), *map(str, runs),
-                 "-o", str(out)]) == 0
+    assert main(["report", str(eval_json), str(plots), str(calibration), str(oracle),
+                 *map(str, runs), "-o", str(out)]) == 0
     return out
 
 
@@ -83,6 +87,7 @@ class Page(HTMLParser):
         self.tables = 0
         self.links: list[str] = []
         self.headings: list[str] = []
+        self.sections: list[str | None] = []
         self._in_heading = False
 
     def handle_starttag(self, tag, attrs):
@@ -94,6 +99,8 @@ class Page(HTMLParser):
         elif tag in ("link", "script", "a") and (attrs.get("href") or attrs.get("src")):
             self.links.append(attrs.get("href") or attrs.get("src"))
         self._in_heading = tag in ("h2", "h3")
+        if tag == "section":
+            self.sections.append(attrs.get("id"))
 
     def handle_data(self, data):
         if self._in_heading:
@@ -110,17 +117,32 @@ def parse(path: Path) -> Page:
 def test_the_page_is_self_contained_and_has_every_section(report):
     page = parse(report)
     text = report.read_text()
-    # Every figure is inside the file; nothing is fetched from anywhere.
-    assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
-    assert not page.links
+    # Every figure is inside the file (the report's own as SVG); links only within the page.
+    assert page.images and all(src.startswith(("data:image/svg+xml;base64,",
+                                               "data:image/png;base64,")) for src in page.images)
+    assert any(src.startswith("data:image/svg+xml") for src in page.images)
+    assert page.links and all(href.startswith("#") for href in page.links)
     assert not re.search(r"(src|href)=\"https?:", text)
+    # Contents first, then the summary, then every section the contents list.
+    assert page.headings[:2] == ["Contents", "Summary"]
+    assert page.sections[0] == "summary"
+    assert sorted(page.links) == sorted(f"#{s}" for s in page.sections)
     headings = " | ".join(page.headings)
     folder = report.parent.name  # headings name an input with its folder
     for expected in (f"Leaderboards: {folder}/eval.json", f"Calibration: {folder}/calibration.json",
+                     f"Oracle: {folder}/oracle.json",
                      "Comparison of 2 training runs", "Training run: quick__1__",
                      "Training run: quick__2__", "Hyperparameters", "Train versus validation",
                      f"Plots: {folder}/plots"):
         assert expected in headings
+    # Series carry names for people, never TensorBoard tags; tables are tables.
+    figures = " ".join(base64.b64decode(src.split(",", 1)[1]).decode()
+                       for src in page.images if src.startswith("data:image/svg+xml"))
+    assert "held-out steps" in figures and "train links" in figures
+    assert "omniscient bound" in figures and "hull of every run" in figures
+    for tag in ("dagger/", "eval/", "losses/"):
+        assert tag not in figures and tag not in text
+    assert "<pre>" not in text
     # The leaderboard has the bound on top and both schemes; the calibration its errors.
     assert "omniscient (1 run)" in text and "cubic (1 run)" in text and "vegas (1 run)" in text
     assert "5.0%" in text and "8.0%" in text
@@ -206,3 +228,24 @@ def test_renders_in_chromium_with_no_console_errors(report):
     assert shown == len(expected.images) > 0  # every figure decoded and drawn
     assert tables == expected.tables > 0
     assert screenshot.stat().st_size > 0
+
+
+def test_a_large_plots_folder_embeds_its_planes_and_links_the_rest(tmp_path):
+    from PIL import Image
+
+    from ccgym.analysis.html_report import MAX_EMBEDDED_PLOTS
+
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    names = [f"l{i}__tradeoff.png" for i in range(3)] + [
+        f"l{i % 3}__s{i}__throughput.png" for i in range(MAX_EMBEDDED_PLOTS)]
+    for name in names:
+        Image.new("P", (8, 4)).save(plots / name)
+    (plots / "index.html").write_text("<!DOCTYPE html><title>plots</title>")
+    out = tmp_path / "pages" / "r.html"
+    out.parent.mkdir()
+    assert main(["report", str(plots), "-o", str(out)]) == 0
+    page = parse(out)
+    assert len(page.images) == 3  # the planes
+    assert "../plots/index.html" in page.links
+    assert f"{len(names)} figures, too many to embed" in out.read_text()

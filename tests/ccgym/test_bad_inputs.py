@@ -111,6 +111,12 @@ CASES = {
                                          "not a readable ccgym policy"),
     "run unresolvable remote": (["run", "--remote", "no-such-host.invalid:9000", "--scheme",
                                  "cubic"], "no-such-host.invalid"),
+    # Counts: a typo would run for days.
+    "eval a million runs": ([*EVAL, "--runs", "1000000"], "--runs: must be an integer in 1..100"),
+    "calibrate a million trials": (["calibrate", "{d}/none.json", "--trials", "1000000"],
+                                   "--trials: must be an integer in 1..2000"),
+    "links generate a million traces": (["links", "generate", "--out", "{d}/gen", "--count",
+                                         "1000000"], "--count: must be an integer in 1..10000"),
     "receive bind elsewhere": (["receive", "--port", "9", "--bind", "192.0.2.1"], "192.0.2.1"),
     "receive bind a name": (["receive", "--port", "9", "--bind", "no-such-host.invalid"],
                             "no-such-host.invalid"),
@@ -119,8 +125,8 @@ CASES = {
 
 # The classes benchmarks/bench_reliability.py counts by: the first whose words a case's name has.
 CLASSES = (("policy files", ("policy", "onnx")), ("TOML files", ("config", "link set")),
-           ("seeds", ("seed",)), ("output paths", ("json", "plots", "logs", "out ", "output",
-                                                   "log in")),
+           ("seeds", ("seed",)), ("counts", ("million",)),
+           ("output paths", ("json", "plots", "logs", "out ", "output", "log in")),
            ("link specs, traces, durations", ("rate", "delay", "queue", "duration", "trace",
                                               "RTT")),
            ("schemes and flows", ("scheme", "flow")), ("addresses", ("remote", "bind")))

@@ -21,3 +21,19 @@ def test_a_missing_verb_module_is_an_error_not_a_silent_skip(monkeypatch):
     monkeypatch.setitem(cli.VERBS, "calibrate", ("ccgym.emulators.no_such_module", "gone"))
     with pytest.raises(ImportError, match="ccgym calibrate: its module ccgym.emulators.no_such_module"):
         cli.build_parser()
+
+
+def test_version_names_the_installed_distribution(capsys):
+    from importlib.metadata import version
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"ccgym {version('ccgym')}\n"
+
+
+@pytest.mark.parametrize("argv", [["eval", "--link", "rate_mbps=12,delay_ms=20", "--schemes"],
+                                  ["run", "--link", "rate_mbps=12,delay_ms=20", "--scheme"]])
+def test_an_unknown_scheme_lists_what_a_user_can_name(argv, capsys):
+    assert cli.main([*argv, "reno"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown scheme 'reno'" in err and "cubic" in err
+    assert "external" not in err  # the window a policy drives from outside: not a choice

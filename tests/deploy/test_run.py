@@ -157,6 +157,28 @@ def test_remote_run_reports_rtt_based_delays(tmp_path: Path, capsys) -> None:
     assert 20 <= row["delay_p95_ms"] <= 26
 
 
+def test_remote_run_over_ipv6_loopback(tmp_path: Path) -> None:
+    """[::1]:PORT is an address like any other: the receiver listens there, the sender sends."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback on this host")
+        port = s.getsockname()[1]
+    receiver = subprocess.Popen([*CLI, "receive", "--port", str(port), "--bind", "::1",
+                                 "--duration-s", "20"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert receiver.stdout.readline() == f"listening on [::1]:{port}\n"
+        rows = run_cli(tmp_path, "--remote", f"[::1]:{port}", "--scheme", "fixed:5",
+                       "--duration-s", "1")
+    finally:
+        receiver.terminate()
+        receiver.communicate(timeout=10)
+    [row] = rows
+    assert row["link"] == f"remote [::1]:{port}" and row["throughput_mbps"] > 0
+
+
 def test_remote_run_without_a_receiver_is_a_clear_error(capsys) -> None:
     status = main(["run", "--remote", f"127.0.0.1:{free_port()}", "--scheme", "fixed:2",
                    "--duration-s", "1", "--no-progress"])

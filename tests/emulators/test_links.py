@@ -412,3 +412,32 @@ def test_resolve_links_bad_spec_is_a_user_error():
     core()
     with pytest.raises(UserError, match="--link: .*rate_mbs"):
         links.resolve_links("rate_mbs=12", None)
+
+
+def test_a_command_line_trace_is_found_here_then_in_the_shared_data(tmp_path, monkeypatch):
+    data, here = tmp_path / "data", tmp_path / "here"
+    (data / "traces").mkdir(parents=True)
+    here.mkdir()
+    (data / "traces" / "cell.down").write_text("1\n2\n3\n")
+    monkeypatch.setenv(links.DATA_ENV, str(data))
+    monkeypatch.chdir(here)
+    [link] = links.resolve_links("trace=traces/cell.down,delay_ms=20", None)
+    assert links.spec_fields(link.spec)["trace"] == str(data / "traces" / "cell.down")
+    (here / "traces").mkdir()
+    (here / "traces" / "cell.down").write_text("1\n2\n")
+    [link] = links.resolve_links("trace=traces/cell.down,delay_ms=20", None)
+    assert links.spec_fields(link.spec)["trace"] == str(here / "traces" / "cell.down")
+    with pytest.raises(UserError, match="nothing.down"):
+        links.resolve_links("trace=traces/nothing.down,delay_ms=20", None)
+
+
+def test_a_packaged_link_name_is_accepted_wherever_a_link_is():
+    name = "synthetic-5mbps-10ms"
+    [by_flag] = links.resolve_links(name, None)
+    [by_entry] = links.resolve_entries([name])
+    assert by_flag == by_entry and by_flag.name == name
+    assert links.spec_fields(by_flag.spec)["delay_ms"] == "10"
+    with pytest.raises(UserError, match="neither a link spec .* nor the name of a link"):
+        links.resolve_links("no-such-link", None)
+    with pytest.raises(UserError, match="no packaged link set of that name"):
+        links.resolve_entries(["no-such-link"])

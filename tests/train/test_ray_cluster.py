@@ -64,17 +64,21 @@ def listening_addresses(pids: set[int]) -> set[str]:
     return addresses
 
 
-def test_local_ray_listens_on_loopback_only() -> None:
+def test_local_ray_listens_on_loopback_only(monkeypatch, capfd) -> None:
     import ray
 
     if ray.is_initialized():
         pytest.skip("Ray is already running in this process")
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # Ray's own default, as for a user
     with RolloutPool(workers=1) as pool:
         # A library function: workers import it by name (a test module is not on their path).
         assert pool.run(statistics.mean, [[1, 2], [3, 5]]) == [1.5, 4]
         addresses = listening_addresses(descendants(os.getpid()) | {os.getpid()})
+        # Token authentication stays on, and Ray says nothing about it.
+        assert pool.run(os.getenv, ["RAY_AUTH_MODE"]) == ["token"]
     assert addresses, "found no Ray server sockets"
     assert addresses <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, addresses
+    assert "Token authentication" not in capfd.readouterr().err
 
 
 def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path: Path) -> None:
@@ -91,6 +95,7 @@ def test_a_ray_address_where_nothing_listens_fails_within_seconds(tmp_path: Path
     assert f"ray address 127.0.0.1:{port}: nothing answers there" in line
     assert "Traceback" not in result.stderr
     assert took < 60  # Ray alone retried for minutes; the check is a 5 s connect
+    assert not (tmp_path / "runs").exists()  # checked before the run folder is made
 
 
 TINY_PPO = {**TINY, "run": {**TINY["run"], "num_envs": 4, "episode_ms": 500.0},
