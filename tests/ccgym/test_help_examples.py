@@ -39,6 +39,8 @@ def _examples() -> list[tuple[str, str]]:
                 text = text[:-1] + " " + lines[i].strip()
                 i += 1
             text = re.split(r"\s+#|\s{3,}", text)[0].strip()
+            # The shell's part (a pipe, a redirection) is not ccgym's to parse.
+            text = re.split(r"\s+(?:\||\d?>|<)\s", text)[0].strip()
             found.append((verb, text))
     return found
 
