@@ -96,6 +96,7 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
 
     from ccgym.envs import LINK_ENV_ID
     from ccgym.train.ppo_module import LstmActorCritic
+    from ccgym.train.ppo_runner import BatchedEnvRunner
 
     ppo, run = config.ppo, config.run
     steps = round(run.episode_ms / _step_ms())
@@ -107,7 +108,8 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
         PPOConfig()
         # "module:id" makes gymnasium import ccgym.envs (which registers the id) in each runner.
         .environment(f"ccgym.envs:{LINK_ENV_ID}", env_config=env_config(config, train_specs))
-        .env_runners(num_env_runners=run.workers, num_envs_per_env_runner=run.num_envs,
+        .env_runners(env_runner_cls=BatchedEnvRunner,
+                     num_env_runners=run.workers, num_envs_per_env_runner=run.num_envs,
                      num_cpus_per_env_runner=1, gym_env_vectorize_mode="vector_entry_point",
                      rollout_fragment_length=steps)
         .learners(num_learners=0)
