@@ -33,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
@@ -82,6 +83,27 @@ class Rollout:
         return episodes
 
 
+def sample_actions(dist_class: type, logits: torch.Tensor,
+                   explore: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Actions (R,) from the module's action distribution over the logits (R, A), and their
+    log-probabilities, as RLlib's GetActions connector draws them (the greedy action when not
+    exploring)."""
+    if dist_class is TorchCategorical:
+        # Gumbel-max: the argmax of the log-probabilities minus the log of standard
+        # exponentials is a draw of the categorical, in a fourth of the time that torch's
+        # Categorical takes to build, check and sample itself on a few rows.
+        log_probs = torch.log_softmax(logits, dim=-1)
+        noisy = log_probs - torch.empty_like(log_probs).exponential_().log() if explore \
+            else log_probs
+        actions = noisy.argmax(dim=-1)
+        return actions, log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    dist = dist_class.from_logits(logits)
+    if not explore:
+        dist = dist.to_deterministic()
+    actions = dist.sample()
+    return actions, dist.logp(actions)
+
+
 class BatchedEnvRunner(SingleAgentEnvRunner):
     """RLlib's SingleAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
 
@@ -105,7 +127,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = True
         return episodes
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _sample_round(self, explore: bool) -> list[SingleAgentEpisode]:
         """One episode in every slot of the vector env, all stepped together."""
         env = self.env.env  # under RLlib's wrapper, which splits the infos per env each step
@@ -126,10 +148,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
             out = forward({Columns.OBS: torch.from_numpy(obs).unsqueeze(1),
                            Columns.STATE_IN: state})
             logits = out[Columns.ACTION_DIST_INPUTS][:, 0]
-            dist = dist_class.from_logits(logits)
-            if not explore:
-                dist = dist.to_deterministic()
-            actions = dist.sample()
+            actions, logp = sample_actions(dist_class, logits, explore)
             state = out[Columns.STATE_OUT]
             action_array = actions.numpy()
             obs, rewards, terminated, truncated, _ = env.step(action_array)
@@ -138,7 +157,7 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
             rollout.obs.append(obs)
             rollout.actions.append(action_array)
             rollout.rewards.append(np.asarray(rewards, dtype=np.float64))
-            rollout.logp.append(dist.logp(actions).numpy())
+            rollout.logp.append(logp.numpy())
             rollout.dist_inputs.append(logits.numpy())
             rollout.state_out.append({k: v.numpy() for k, v in state.items()})
             rollout.ends.append(ended)
