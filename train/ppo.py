@@ -3,7 +3,8 @@
 RLlib does the reinforcement learning: its env runners (Ray actors, `workers` of them; with
 workers = 0 one in this process) step the registered "ccgym/Link-v0" through its native vector
 env and sample actions from the module (train/ppo_module.py: the project's LstmPolicy plus a
-value head); its learner connectors cut the episodes into max_seq_len chunks, bootstrap the
+value head), one batched step for all envs (train/ppo_runner.py: RLlib's runner without its
+per-env connector work); its learner connectors cut the episodes into max_seq_len chunks, bootstrap the
 truncated ends and compute GAE; its PPO learner minibatches and steps Adam. The reward is the
 documented one of envs/link_env.py, multiplied by [ppo] reward_scale (the shape is unchanged).
 
