@@ -8,9 +8,12 @@ env_steps_per_s is environment steps over the wall time of a round, after one wa
 (Ray actors start, simulators and oracle windows are built). For PPO the learner's update on
 the round's episodes is timed too (RLlib's GAE, minibatches and epochs, in this process), and
 the whole iteration's rate (sampling + learning), which is what TensorBoard's charts/SPS does
-not count (it is the sampling rate, as DAgger's). Prints one JSON object.
+not count (it is the sampling rate, as DAgger's). PPO samples with ccgym's BatchedEnvRunner
+(train/ppo_runner.py); --rllib-runner also times RLlib's own SingleAgentEnvRunner, the one it
+replaces, in the same invocation ("ppo_rllib_runner"). Prints one JSON object.
 
     .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
+                                                     [--rllib-runner]
 """
 
 from __future__ import annotations
@@ -49,12 +52,17 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
     return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates}
 
 
-def bench_ppo(config, specs: list[str], rounds: int) -> dict[str, float]:
+def bench_ppo(config, specs: list[str], rounds: int,
+              rllib_runner: bool = False) -> dict[str, float]:
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
     sample_rates, iteration_rates, learn_s = [], [], []
     with RolloutPool(config.run.workers):
-        algo = ppo.algorithm_config(config, specs).build_algo()
+        algo_config = ppo.algorithm_config(config, specs)
+        if rllib_runner:
+            algo_config.env_runners(env_runner_cls=SingleAgentEnvRunner)
+        algo = algo_config.build_algo()
         try:
             total = 0
             for k in range(rounds + 1):
@@ -90,6 +98,8 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=16,
                         help="episodes per worker and round (default 16)")
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
+    parser.add_argument("--rllib-runner", action="store_true",
+                        help="also time PPO with RLlib's own env runner (before/after)")
     args = parser.parse_args()
     if args.workers < 1 or args.num_envs < 1 or args.rounds < 1:
         parser.error("--workers, --num-envs and --rounds must be at least 1")
@@ -105,6 +115,10 @@ def main() -> None:
            "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
            "ppo": bench_ppo(config, specs, args.rounds)}
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
+    if args.rllib_runner:
+        out["ppo_rllib_runner"] = bench_ppo(config, specs, args.rounds, rllib_runner=True)
+        out["ppo_rllib_runner_over_dagger"] = (out["ppo_rllib_runner"]["env_steps_per_s"]
+                                               / out["dagger"]["env_steps_per_s"])
     print(json.dumps(out, indent=2))
 
 

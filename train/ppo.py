@@ -3,7 +3,8 @@
 RLlib does the reinforcement learning: its env runners (Ray actors, `workers` of them; with
 workers = 0 one in this process) step the registered "ccgym/Link-v0" through its native vector
 env and sample actions from the module (train/ppo_module.py: the project's LstmPolicy plus a
-value head); its learner connectors cut the episodes into max_seq_len chunks, bootstrap the
+value head), one batched step for all envs (train/ppo_runner.py: RLlib's runner without its
+per-env connector work); its learner connectors cut the episodes into max_seq_len chunks, bootstrap the
 truncated ends and compute GAE; its PPO learner minibatches and steps Adam. The reward is the
 documented one of envs/link_env.py, multiplied by [ppo] reward_scale (the shape is unchanged).
 
@@ -96,6 +97,7 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
 
     from ccgym.envs import LINK_ENV_ID
     from ccgym.train.ppo_module import LstmActorCritic
+    from ccgym.train.ppo_runner import BatchedEnvRunner
 
     ppo, run = config.ppo, config.run
     steps = round(run.episode_ms / _step_ms())
@@ -107,7 +109,8 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
         PPOConfig()
         # "module:id" makes gymnasium import ccgym.envs (which registers the id) in each runner.
         .environment(f"ccgym.envs:{LINK_ENV_ID}", env_config=env_config(config, train_specs))
-        .env_runners(num_env_runners=run.workers, num_envs_per_env_runner=run.num_envs,
+        .env_runners(env_runner_cls=BatchedEnvRunner,
+                     num_env_runners=run.workers, num_envs_per_env_runner=run.num_envs,
                      num_cpus_per_env_runner=1, gym_env_vectorize_mode="vector_entry_point",
                      rollout_fragment_length=steps)
         .learners(num_learners=0)
