@@ -24,8 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from ccgym.analysis.logs import as_packet_log
-from ccgym.analysis.metrics import (
+from ccgym.measure.logs import as_packet_log
+from ccgym.measure.metrics import (
     BITS_PER_BYTE,
     BITS_PER_KBIT,
     BYTES_PER_OPPORTUNITY,
@@ -36,7 +36,7 @@ from ccgym.analysis.metrics import (
 from ccgym.files import atomic_open
 
 if TYPE_CHECKING:
-    from ccgym.analysis.evaluate import Run
+    from ccgym.envs.scoring import Run
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110

@@ -34,7 +34,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from ccgym.analysis.evaluate import omniscient_runs
+from ccgym.envs.scoring import omniscient_runs
 from ccgym.emulators import _core
 from ccgym.emulators.links import resolve_links
 from ccgym.emulators.link_facts import default_duration_ms

@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
-from ccgym.analysis.metrics import summarize
+from ccgym.measure.metrics import summarize
 from ccgym.deploy.shell import link_shell, run_in_shell, run_kernel_scheme, unavailable_reason
 from ccgym.emulators.links import Link, link_from_spec, resolve_links
 

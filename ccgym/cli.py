@@ -37,7 +37,7 @@ VERBS = {
     "run": ("ccgym.deploy.cli_run", "run a scheme over a real-time emulated link or a real path"),
     "receive": ("ccgym.deploy.cli_receive", "run the UDP receiver for a real path"),
     "shell": ("ccgym.deploy.cli_shell", "a shell whose traffic crosses an emulated link (TUN + namespace)"),
-    "calibrate": ("ccgym.emulators.cli_calibrate",
+    "calibrate": ("ccgym.measure.cli_calibrate",
                   "fit a link to measured runs of several schemes (Pantheon's calibration)"),
     "report": ("ccgym.analysis.cli_report",
                "one HTML page of eval/run/calibrate results and training runs"),

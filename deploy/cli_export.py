@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.export import export_policy, max_difference, recorded_observations
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
+    from ccgym.policies.policy_path import resolve_policy_path
 
     source = resolve_policy_path(args.policy)
     try:

@@ -89,10 +89,10 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import (Run, aggregate, check_run_length, run_scheme,
-                                         write_outputs)
+    from ccgym.analysis.evaluate import run_scheme, write_outputs
+    from ccgym.envs.scoring import Run, aggregate, check_run_length
     from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.measure.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
     from ccgym.emulators.links import Link, link_from_spec
 
@@ -168,9 +168,10 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
     each from inside to its receiver outside, and are scored from the shell's log. Several
     flows get their shares and Jain's index."""
-    from ccgym.analysis.evaluate import Run, aggregate, write_outputs
+    from ccgym.analysis.evaluate import write_outputs
+    from ccgym.envs.scoring import Run, aggregate
     from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.measure.metrics import omniscient, summarize
     from ccgym.deploy.harness import resolve_scheme
     from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
     from ccgym.emulators import _core

@@ -108,10 +108,10 @@ def _print_flows(log_path: Path, link, seed: int) -> None:
     its last delivery: the omniscient bound over that span, then all flows and each flow."""
     import numpy as np
 
-    from ccgym.analysis.evaluate import aggregate
+    from ccgym.envs.scoring import aggregate
     from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
-    from ccgym.analysis.metrics import omniscient, summarize
+    from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+    from ccgym.measure.metrics import omniscient, summarize
     from ccgym.emulators import _core
 
     tsv = read_tsv_log(log_path)

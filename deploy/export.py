@@ -34,6 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ccgym.emulators import _core
 from ccgym.files import atomic_path
+from ccgym.policies.onnx_policy import FORMAT, FORMAT_VERSION
 from ccgym.policies.lstm import ACTION_FACTORS, ACTION_TERMS, WINDOW_LOG_TOP, LstmPolicy
 
 OPSET = 17
@@ -44,8 +45,6 @@ ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul", "Relu", "
                             "Log"})
 # Share of random actions in the check's recorded run (the rest are the expert's).
 EXPLORATION = 0.3
-FORMAT = "ccgym-lstm-step"
-FORMAT_VERSION = "2"
 OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing delay (ms, "
               "delay_unit_ms, delay_top_ms); 1 EWMA delivery rate and 2 EWMA sending rate "
               "(Mbit/s, rate_unit_mbps, rate_top_mbps); 3 window (packets, window_unit, "

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccgym.analysis.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
+from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
                                  read_tsv_log)
 from ccgym.errors import UserError
 
@@ -293,7 +293,7 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
 
     from ccgym.deploy.export import export_policy
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
+    from ccgym.policies.policy_path import resolve_policy_path
 
     source = resolve_policy_path(argument)
     try:

@@ -160,7 +160,7 @@ def run_in_shell(link_spec: str, schemes: Sequence[str], duration_s: float, seed
     """Each scheme one flow from inside the shell to a receiver outside, flow i starting
     i * interval_s after the first and all ending at duration_s; scored from the shell's log
     on the link's clock (which starts with the first packet)."""
-    from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+    from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
     from ccgym.emulators import _core
 
     for scheme in schemes:
@@ -259,11 +259,11 @@ def _min_rtt_ms(sender: Process) -> float:
 def run_kernel_scheme(link, scheme: str, seeds: Sequence[int], duration_ms: float,
                       flows: int = 1, interval_ms: float = 0.0) -> list:
     """`ccgym eval`'s runs of a kernel scheme: `flows` bulk TCP transfers through the link
-    shell per seed, in real time, scored like the simulator's runs (analysis.evaluate.Run)."""
+    shell per seed, in real time, scored like the simulator's runs (envs.scoring.Run)."""
     import tempfile
 
-    from ccgym.analysis.evaluate import Run
-    from ccgym.analysis.metrics import summarize
+    from ccgym.envs.scoring import Run
+    from ccgym.measure.metrics import summarize
 
     runs = []
     for seed in seeds:

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.policies.lstm import LstmPolicy, ensemble
-    from ccgym.train.run_folder import resolve_policy_path
+    from ccgym.policies.policy_path import resolve_policy_path
 
     if len(args.policies) < 2:
         raise UserError("give two or more policies to average")

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ccgym.emulators import _core
+from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
-from ccgym.train.run_folder import resolve_policy_path
+from ccgym.policies.policy_path import resolve_policy_path
 
 
 class LstmScheme:
-    """A SteppedScheme (ccgym.analysis.evaluate) driven by an LstmPolicy."""
+    """A SteppedScheme (ccgym.emulators.stepping) driven by an LstmPolicy."""
 
     def __init__(self, argument: str | os.PathLike | None = None,
                  policy: LstmPolicy | None = None) -> None:
@@ -52,13 +52,13 @@ class LstmScheme:
         """The action each slot took last (the keep action before the first decision)."""
         return self._previous
 
-    def reset(self, slots: Sequence[Any]) -> None:
+    def reset(self, slots: Sequence[Slot]) -> None:
         n = len(slots)
         self._state = self.policy.initial_state(n)
         self._previous = np.full(n, _core.HOLD_ACTION, dtype=np.int64)
         self._starting = np.ones(n, dtype=bool)
 
-    def decide(self, slots: Sequence[Any]) -> None:
+    def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):
             raise RuntimeError("LstmScheme.decide before reset, or with other slots")
         obs = np.stack([slot.sim.observation(int(prev), slot.flow)

@@ -9,7 +9,9 @@ and `lstm:RUN_DIR` schemes find the files through it.
     leaderboard.txt  the final table on the validation links
     events.out.*     TensorBoard events (`tensorboard --logdir runs`)
 
-Imports stay light (no torch): `ccgym eval` resolves `lstm:` arguments through here.
+Imports stay light (no torch): `ccgym report` reads run folders through here. A run folder or
+policy file given as a policy resolves in policies/policy_path.py, which the layers below the
+trainer share.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from typing import Any
 
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
+from ccgym.policies.policy_path import POLICY_FILE
 
 CONFIG_FILE = "config.toml"
 CHECKPOINT_FILE = "checkpoint.pt"
-POLICY_FILE = "policy.pt"
 LEADERBOARD_FILE = "leaderboard.txt"
 
 
@@ -106,18 +108,3 @@ def hyperparameter_table(config: Any) -> str:
     for key, value in config.flat().items():
         lines.append(f"| {key} | {value} |")
     return "\n".join(lines)
-
-
-def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
-    """A run folder -> its policy.pt; a file is taken as is."""
-    text = str(argument).strip()
-    if not text:
-        raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
-    path = Path(text).expanduser()
-    if path.is_dir():
-        path = RunFolder(path).policy
-        if not path.is_file():
-            raise UserError(f"{what}{text}: the run folder holds no {POLICY_FILE} yet")
-    elif not path.is_file():
-        raise UserError(f"{what}{text}: no such run folder or policy file")
-    return path

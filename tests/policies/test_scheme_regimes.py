@@ -4,7 +4,7 @@ regime its design promises?"""
 
 import pytest
 
-from ccgym.analysis.metrics import summarize
+from ccgym.measure.metrics import summarize
 from ccgym.emulators import _core
 
 LINK = "rate_mbps=12,delay_ms=20,queue=droptail:packets=100"

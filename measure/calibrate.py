@@ -238,7 +238,7 @@ def emulate(params: LinkParams, measured: Sequence[Measured], sim_runs: int = DE
     for its measured duration), against its measurement."""
     import numpy as np
 
-    from ccgym.analysis.metrics import delay_p95_ms, throughput_mbps
+    from ccgym.measure.metrics import delay_p95_ms, throughput_mbps
     from ccgym.emulators import _core
 
     spec = params.spec()

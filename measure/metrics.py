@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ccgym.analysis.logs import PacketLog, as_packet_log
+from ccgym.measure.logs import PacketLog, as_packet_log
 from ccgym.emulators.link_facts import PACKET_BYTES
 
 BYTES_PER_OPPORTUNITY = PACKET_BYTES  # mahimahi's MTU accounting: one trace line carries this much

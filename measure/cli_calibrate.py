@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from ccgym.emulators import calibrate as cal
+    from ccgym.measure import calibrate as cal
 
     # The Gaussian process's matrices are tiny (one row per trial): one torch thread fits them
     # faster than several (measured: 0.37 s against 0.90 s per trial with two threads on a busy
@@ -158,7 +158,7 @@ def format_calibration(c, name: str) -> str:
 
 def write_outputs(c, args: argparse.Namespace, name: str) -> None:
     """-o LINK.toml (checked by loading it back before it replaces anything), --json, --plot."""
-    from ccgym.emulators.calibrate import link_set_toml
+    from ccgym.measure.calibrate import link_set_toml
     from ccgym.files import atomic_path, atomic_write_json
 
     if args.output is not None:
