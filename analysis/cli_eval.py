@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 
 from ccgym import flags
-from ccgym.emulators.links import add_link_arguments
+from ccgym.analysis.evaluate import evaluate, write_outputs
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.emulators.links import add_link_arguments, resolve_links
 from ccgym.errors import UserError
 
 DEFAULT_SCHEMES = "fixed:20,aimd,delay,ewma,vegas,cubic,bbr,copa,verus,sprout"
@@ -45,10 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import evaluate, write_outputs
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.emulators.links import resolve_links
-
     schemes = parse_schemes(args.schemes)
     links = resolve_links(args.link, args.links)
 

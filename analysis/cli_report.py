@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 
 from ccgym import flags
+from ccgym.analysis.html_report import build_report, read_inputs
+from ccgym.files import atomic_write_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,9 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.html_report import build_report, read_inputs
-    from ccgym.files import atomic_write_text
-
     inputs = read_inputs(args.inputs)
     page = build_report(inputs, args.title)
     atomic_write_text(args.output, page)

@@ -30,7 +30,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ccgym.analysis.leaderboard import format_summary, leaderboard_cells, row_problem
 from ccgym.errors import UserError
+from ccgym.files import atomic_write_text, read_toml
+from ccgym.train.run_folder import CONFIG_FILE, RunFolder
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }
@@ -116,8 +119,6 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
 
 
 def _check_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    from ccgym.analysis.leaderboard import row_problem
-
     for i, row in enumerate(rows):
         problem = row_problem(row)
         if problem:
@@ -126,8 +127,6 @@ def _check_rows(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _read_folder(path: Path, inputs: Inputs) -> None:
-    from ccgym.train.run_folder import CONFIG_FILE, RunFolder
-
     if RunFolder(path).config.is_file():
         inputs.runs.append(read_training_run(path))
     elif list(path.glob("*.png")):
@@ -151,9 +150,6 @@ def _read_json(path: Path) -> Any:
 
 def read_training_run(path: Path) -> TrainingRun:
     """A run folder's config (as TOML data), its TensorBoard scalars and final leaderboard."""
-    from ccgym.files import read_toml
-    from ccgym.train.run_folder import RunFolder
-
     folder = RunFolder(path)
     config = read_toml(folder.config, "training config")
     scalars: dict[str, tuple[list[int], list[float]]] = {}
@@ -232,7 +228,6 @@ def _percent(value: Any) -> str:
 # ---------------------------------------------------------------- sections
 
 def _rows_section(item: RowsInput, figures: Figures) -> str:
-    from ccgym.analysis.leaderboard import format_summary, leaderboard_cells
     from ccgym.analysis.plots import plot_tradeoff
 
     parts = [f"<h2>Leaderboards: {_e(_label(item.path))}</h2>"]
@@ -452,8 +447,6 @@ def build_report(inputs: Inputs, title: str = "ccgym report") -> str:
 def write_plots_index(folder: Path, sections: Mapping[str, Sequence[Path]]) -> Path:
     """DIR/index.html beside a --plots folder's PNGs: one page of them by link, linking the
     files (not embedding them), so the folder stays the one copy."""
-    from ccgym.files import atomic_write_text
-
     parts = []
     for link, pngs in sections.items():
         parts.append(f"<h2>{_e(link)}</h2>")

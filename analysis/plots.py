@@ -24,6 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
+from ccgym.analysis.html_report import write_plots_index
+from ccgym.emulators import _core
 from ccgym.measure.logs import as_packet_log
 from ccgym.measure.metrics import (
     BITS_PER_BYTE,
@@ -279,8 +281,6 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
     runs, the omniscient point, the hull), and per scheme its first run's throughput against
     capacity and its end-to-end delay over time; then DIR/index.html, one page showing them
     all by link. Returns the plots written, the index last."""
-    from ccgym.analysis.html_report import write_plots_index
-
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     by_link: dict[str, list[Run]] = {}
@@ -322,7 +322,6 @@ def _propagation_ms(spec: str) -> float | None:
     """A link spec's one-way propagation delay; None for a real path (no spec)."""
     if not spec:
         return None
-    from ccgym.emulators import _core
 
     return float(_core.parse_link_spec(spec).delay_ms)
 

@@ -37,8 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
+from ccgym.analysis.evaluate import run_scheme, write_outputs
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
+from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
+from ccgym.emulators import _core
+from ccgym.emulators.links import Link, link_from_spec
+from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
+from ccgym.measure.metrics import omniscient, summarize
 
 DEFAULT_DURATION_S = 30.0
 
@@ -89,13 +97,6 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import run_scheme, write_outputs
-    from ccgym.envs.scoring import Run, aggregate, check_run_length
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.measure.metrics import omniscient, summarize
-    from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
-    from ccgym.emulators.links import Link, link_from_spec
-
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
     if args.remote:
@@ -131,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
     metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
 
     if not args.remote:
-        from ccgym.emulators import _core
-
         delay = _core.parse_link_spec(link.spec).delay_ms
         rows.append(aggregate(link, "omniscient",
                               [omniscient(real.opportunities_ms, real.duration_ms, delay)]))
@@ -168,14 +167,6 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
     each from inside to its receiver outside, and are scored from the shell's log. Several
     flows get their shares and Jain's index."""
-    from ccgym.analysis.evaluate import write_outputs
-    from ccgym.envs.scoring import Run, aggregate
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.measure.metrics import omniscient, summarize
-    from ccgym.deploy.harness import resolve_scheme
-    from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
-    from ccgym.emulators import _core
-
     names = [args.scheme] + ([args.against] if args.against else [])
     if args.remote:
         raise UserError(f"{' and '.join(names)}: kernel schemes and --against run in the link "

@@ -32,8 +32,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ccgym import __version__
 from ccgym.emulators import _core
 from ccgym.files import atomic_path
+from ccgym.oracle.ideal import expert_action, ideal_window
 from ccgym.policies.onnx_policy import FORMAT, FORMAT_VERSION
 from ccgym.policies.lstm import ACTION_FACTORS, ACTION_TERMS, WINDOW_LOG_TOP, LstmPolicy
 
@@ -56,8 +58,6 @@ OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing 
 
 def metadata(policy: LstmPolicy) -> dict[str, str]:
     """The graph's metadata_props: everything the inputs and outputs mean."""
-    from ccgym import __version__
-
     return {
         "ccgym.format": FORMAT,
         "ccgym.format_version": FORMAT_VERSION,
@@ -234,8 +234,6 @@ def recorded_observations(link: str, steps: int, seed: int = 1,
     taking a random action with probability `exploration`: inputs as the C++ features make
     them, in the range a deployed policy meets, and varied (a random-weight policy's own run
     may hold one window and exercise little of the graph)."""
-    from ccgym.oracle.ideal import expert_action, ideal_window
-
     rng = np.random.default_rng(seed)
     sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
     ideal = ideal_window(link, seed)

@@ -27,8 +27,14 @@ import re
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from ccgym import flags
+from ccgym.emulators.links import load_link_set
 from ccgym.errors import UserError
+from ccgym.files import atomic_path, atomic_write_json
+from ccgym.measure import calibrate as cal
+from ccgym.measure.calibrate import link_set_toml
 
 DEFAULT_TRIALS = 60
 MAX_SIM_RUNS = 10
@@ -74,9 +80,6 @@ def link_name(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import torch
-    from tqdm import tqdm
-
-    from ccgym.measure import calibrate as cal
 
     # The Gaussian process's matrices are tiny (one row per trial): one torch thread fits them
     # faster than several (measured: 0.37 s against 0.90 s per trial with two threads on a busy
@@ -158,12 +161,7 @@ def format_calibration(c, name: str) -> str:
 
 def write_outputs(c, args: argparse.Namespace, name: str) -> None:
     """-o LINK.toml (checked by loading it back before it replaces anything), --json, --plot."""
-    from ccgym.measure.calibrate import link_set_toml
-    from ccgym.files import atomic_path, atomic_write_json
-
     if args.output is not None:
-        from ccgym.emulators.links import load_link_set
-
         files = ", ".join(c.measurements.files)
         text = link_set_toml(
             c.fit.params, name,

@@ -19,8 +19,12 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
+from tqdm import tqdm
+
 from ccgym import flags
-from ccgym.emulators.links import add_link_arguments
+from ccgym.emulators.links import add_link_arguments, resolve_links
+from ccgym.files import atomic_write_json
+from ccgym.oracle.ideal import summarize_link
 
 if TYPE_CHECKING:
     from ccgym.oracle.ideal import OracleSummary
@@ -40,12 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from ccgym.emulators.links import resolve_links
-    from ccgym.files import atomic_write_json
-    from ccgym.oracle.ideal import summarize_link
-
     links = resolve_links(args.link, args.links)
     duration_ms = None if args.duration_s is None else args.duration_s * 1000.0
 

@@ -42,8 +42,9 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ccgym.measure import metrics
 from ccgym.measure.metrics import summarize
-from ccgym.emulators import _core
+from ccgym.emulators import _core, link_facts, stepping
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
                                         mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
@@ -425,9 +426,6 @@ def _trace_identity(path: str) -> list[Any]:
 def _code_files() -> list[Path]:
     """What a search's result depends on: this module, the stepping loop, the metrics that
     score a window, the link facts, and the compiled core (the simulator)."""
-    from ccgym.measure import metrics
-    from ccgym.emulators import link_facts, stepping
-
     return [Path(__file__), *(Path(module.__file__) for module in (stepping, metrics, link_facts,
                                                                    _core))]
 

@@ -16,6 +16,7 @@ import argparse
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.policies.policy_path import resolve_policy_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.policies.lstm import LstmPolicy, ensemble
-    from ccgym.policies.policy_path import resolve_policy_path
 
     if len(args.policies) < 2:
         raise UserError("give two or more policies to average")

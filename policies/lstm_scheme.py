@@ -16,6 +16,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
+from ccgym.policies.onnx_policy import OnnxPolicy
 from ccgym.policies.policy_path import resolve_policy_path
 
 
@@ -30,8 +31,6 @@ class LstmScheme:
             path = resolve_policy_path(argument)
             try:
                 if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
-                    from ccgym.policies.onnx_policy import OnnxPolicy
-
                     policy = OnnxPolicy(path)
                 else:
                     policy = LstmPolicy.load(path)

@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
+from ccgym.analysis.evaluate import evaluate, validate_schemes
+from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
+from ccgym.train.config import load_config, load_packaged_config, resolve_validation_links, with_overrides
 from ccgym.train.run_folder import RunFolder
 
 DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
@@ -59,10 +62,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
     """The trained policy beside the baselines and the oracle on the validation links."""
-    from ccgym.analysis.evaluate import evaluate, validate_schemes
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.train.config import resolve_validation_links
-
     links, _ = resolve_validation_links(config)
     schemes = [f"lstm:{folder.path}"]
     if config.eval.oracle:
@@ -78,8 +77,6 @@ def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.train.config import load_config, load_packaged_config, with_overrides
-
     changes = _overrides(args)
     if args.resume:
         if args.config:

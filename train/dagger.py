@@ -26,12 +26,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
+from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.vector import VecLinkEnv
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save, load_torch_file
@@ -41,9 +44,6 @@ from ccgym.train.pool import RolloutPool
 from ccgym.train.run_folder import RunFolder
 from ccgym.train.session import open_session, start_state
 from ccgym.train.validation import summarize_rows, validate_policy
-
-if TYPE_CHECKING:
-    from ccgym.envs.link_env import EnvConfig
 
 CHECKPOINT_FORMAT = "ccgym-dagger-checkpoint"
 CHECKPOINT_VERSION = 2  # 2: early stopping's state as EarlyStopping.to_dict()
@@ -99,8 +99,6 @@ class RolloutResult:
 
 def run_rollout(task: RolloutTask) -> RolloutResult:
     """Rolls out one batch of episodes; runs in a Ray worker or in-process."""
-    from ccgym.envs.vector import VecLinkEnv
-
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
     env = VecLinkEnv(task.num_envs, task.env_config, task.threads)
@@ -156,8 +154,6 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
 def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
     """The iteration's rollouts, split into tasks of at most num_envs episodes."""
-    from ccgym.envs.link_env import EnvConfig
-
     d = config.dagger
     per_task = d.num_envs
     count = d.rollouts_per_iteration
@@ -431,8 +427,6 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     resume: continue from the run folder's checkpoint when there is one. extend: also continue
     a run that had stopped early (its patience counter starts over).
     """
-    from tqdm import tqdm
-
     say = say or (lambda text: tqdm.write(text))
     folder = RunFolder(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
@@ -487,8 +481,6 @@ class _Figures:
 
 def _iteration(run: _Run, state: DaggerState) -> None:
     """Roll out, aggregate, retrain, validate; then keep the best policy and checkpoint."""
-    from tqdm import tqdm
-
     config, d = run.config, run.config.dagger
     k = state.iteration + 1
     figures = _Figures(k, beta_for(k, d.beta0, d.beta_decay), learning_rate(config, k))

@@ -6,6 +6,7 @@ its function needs, so it runs the same in-process, in a local Ray worker or on 
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -30,8 +31,6 @@ _AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
 def _start_local_ray(workers: int) -> None:
     """A private Ray instance on this machine, reachable from it only."""
-    import logging
-
     import ray
     from ray._private import ray_constants
 
@@ -46,8 +45,6 @@ def _start_local_ray(workers: int) -> None:
 def _join_cluster(address: str) -> None:
     """Joins the cluster at HOST:PORT (its head's GCS port) or "auto"; UserError within seconds
     when nothing answers there or it refuses this driver."""
-    import logging
-
     import ray
 
     if address != "auto":

@@ -33,7 +33,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.vector import AutoresetMode
+from tqdm import tqdm
 
+from ccgym.emulators import _core
+from ccgym.envs import LINK_ENV_ID
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
@@ -67,8 +71,6 @@ def stream_seed(*parts: int) -> int:
 
 def env_config(config: TrainConfig, train_specs: list[str]) -> dict[str, Any]:
     """Keyword arguments of VecLinkEnv (through gymnasium.make_vec) inside each env runner."""
-    from gymnasium.vector import AutoresetMode
-
     ppo = config.ppo
     return {
         "config": {"links": list(train_specs), "episode_ms": ppo.episode_ms,
@@ -102,7 +104,6 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ccgym.envs import LINK_ENV_ID
     from ccgym.train.ppo_module import LstmActorCritic
 
     ppo, run = config.ppo, config.run
@@ -135,8 +136,6 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
 
 
 def _step_ms() -> float:
-    from ccgym.emulators import _core
-
     return float(_core.STEP_MS)
 
 
@@ -260,8 +259,6 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     resume: continue from the run folder's checkpoint when there is one. extend: also continue
     a run that had stopped early (its patience counter starts over).
     """
-    from tqdm import tqdm
-
     say = say or (lambda text: tqdm.write(text))
     folder = RunFolder(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
@@ -334,8 +331,6 @@ class _Figures:
 
 def _iteration(run: _Run, state: PpoState) -> None:
     """Sample, learn, sync, validate; then keep the best policy and checkpoint."""
-    from tqdm import tqdm
-
     config, algo = run.config, run.algo
     k = state.iteration + 1
     figures = _Figures(k)

@@ -25,6 +25,7 @@ from typing import Any
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
 from ccgym.policies.policy_path import POLICY_FILE
+from ccgym.train.config import load_config, to_toml
 
 CONFIG_FILE = "config.toml"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -83,15 +84,11 @@ class RunFolder:
                             f"(from its config: ccgym train {self.config})")
 
     def write_config(self, config: Any) -> None:
-        from ccgym.train.config import to_toml
-
         atomic_write_text(self.config, to_toml(
             config, header="Resolved training config (defaults filled in); "
                            "`ccgym train --resume` reads it."))
 
     def load_config(self) -> Any:
-        from ccgym.train.config import load_config
-
         return load_config(self.config)
 
     def events_writer(self, purge_step: int) -> Any:
