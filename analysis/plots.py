@@ -16,7 +16,7 @@ import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib import ticker
@@ -26,6 +26,8 @@ from numpy.typing import ArrayLike
 
 from ccgym.analysis.html_report import write_plots_index
 from ccgym.emulators import _core
+from ccgym.envs.scoring import Run
+from ccgym.files import atomic_open
 from ccgym.measure.logs import as_packet_log
 from ccgym.measure.metrics import (
     BITS_PER_BYTE,
@@ -35,10 +37,6 @@ from ccgym.measure.metrics import (
     Metrics,
     signal_delay_series,
 )
-from ccgym.files import atomic_open
-
-if TYPE_CHECKING:
-    from ccgym.envs.scoring import Run
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110

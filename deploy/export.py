@@ -36,8 +36,8 @@ from ccgym import __version__
 from ccgym.emulators import _core
 from ccgym.files import atomic_path
 from ccgym.oracle.ideal import expert_action, ideal_window
-from ccgym.policies.onnx_policy import FORMAT, FORMAT_VERSION
 from ccgym.policies.lstm import ACTION_FACTORS, ACTION_TERMS, WINDOW_LOG_TOP, LstmPolicy
+from ccgym.policies.onnx_policy import FORMAT, FORMAT_VERSION
 
 OPSET = 17
 # ONNX IR version 8 is what opset 17 shipped with; older runtimes refuse newer IR versions.

@@ -30,9 +30,9 @@ import numpy as np
 from tqdm import tqdm
 
 from ccgym.emulators import _core
+from ccgym.errors import UserError
 from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
                                  read_tsv_log)
-from ccgym.errors import UserError
 from ccgym.policies.onnx_policy import OnnxPolicy
 from ccgym.policies.policy_path import resolve_policy_path
 

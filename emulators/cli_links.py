@@ -203,6 +203,8 @@ def _describe_process(process: dict[str, Any]) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from ccgym.emulators.link_facts import WINDOW_MS  # numpy, which `ccgym links list` does without
+
     links = _links_to_show(args)
     results = [{"name": link.name, "group": link.group, "spec": link.spec,
                 "source": link.source, "statistics": link_statistics(link, args.seed)}
@@ -222,7 +224,7 @@ def _show(args: argparse.Namespace) -> int:
     _print_table(["LINK", "MEAN", "P5", "P50", "P95", "OUTAGE%", "MIN_RTT", "BDP", "DELIVERY"],
                  rows, right=set(range(1, 8)))
     print(f"\nrates in Mbit/s; P5/P50/P95 and OUTAGE% (no delivery) over "
-          f"{links_mod.WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
+          f"{WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
           "BDP in 1500-byte packets")
     if args.json is not None:
         _write_json(args.json, {"links": results})

@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
 from ccgym import flags
 from ccgym.emulators.links import add_link_arguments, resolve_links
 from ccgym.files import atomic_write_json
-from ccgym.oracle.ideal import summarize_link
-
-if TYPE_CHECKING:
-    from ccgym.oracle.ideal import OracleSummary
+from ccgym.oracle.ideal import OracleSummary, summarize_link
 
 HEADERS = ("link", "BDP (pkts)", "ideal window", "score", "BDP score")
 

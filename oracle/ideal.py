@@ -42,13 +42,13 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ccgym.measure import metrics
-from ccgym.measure.metrics import summarize
 from ccgym.emulators import _core, link_facts, stepping
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
                                         mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
 from ccgym.files import atomic_write_json, cache_root
+from ccgym.measure import metrics
+from ccgym.measure.metrics import summarize
 
 # The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
 SEARCH_LOW_FACTOR = 0.5

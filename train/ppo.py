@@ -41,10 +41,10 @@ from ccgym.envs import LINK_ENV_ID
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import LstmPolicy, atomic_torch_save
+from ccgym.policies.policy_path import resolve_policy_path
 from ccgym.train.config import TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.pool import RolloutPool
-from ccgym.policies.policy_path import resolve_policy_path
 from ccgym.train.run_folder import RunFolder
 from ccgym.train.session import open_session, start_state
 from ccgym.train.validation import summarize_rows, validate_policy
