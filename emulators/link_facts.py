@@ -1,6 +1,7 @@
 """What a link is, in numbers: its mean rate, its BDP, how long a run of it lasts, whether its
-ideal window is simply the BDP. Read off the spec (and its trace) by the C++ parser; the oracle,
-the environments, `ccgym eval` and link variants all ask here.
+ideal window is simply the BDP, the statistics of its deliveries (`ccgym links show`). Read off
+the spec (and its trace) by the C++ parser; the oracle, the environments, `ccgym eval` and link
+variants all ask here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """A training run's folder, runs/<name>__<seed>__<YYYYmmdd-HHMMSS>/, and what it holds.
 
-The one module that knows the layout (CleanRL's): every trainer, `ccgym train`, `ccgym export`
-and `lstm:RUN_DIR` schemes find the files through it.
+The one module that knows the layout (CleanRL's): every trainer, `ccgym train` and
+`ccgym report` find the files through it. Only the policy's name is kept below the trainer, in
+policies/policy_path.py, where `lstm:RUN_DIR`, `ccgym export RUN_DIR` and `ccgym run` resolve a
+run folder to its policy.
 
     config.toml      the resolved config (`--resume` reads it back)
     checkpoint.pt    the trainer's state after its last finished iteration (written atomically)
@@ -9,9 +11,7 @@ and `lstm:RUN_DIR` schemes find the files through it.
     leaderboard.txt  the final table on the validation links
     events.out.*     TensorBoard events (`tensorboard --logdir runs`)
 
-Imports stay light (no torch): `ccgym report` reads run folders through here. A run folder or
-policy file given as a policy resolves in policies/policy_path.py, which the layers below the
-trainer share.
+Imports stay light (no torch): `ccgym report` reads run folders through here.
 """
 
 from __future__ import annotations
