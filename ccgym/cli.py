@@ -51,7 +51,7 @@ VERBS = {
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad command line is one line (not the usage block) that points to --help."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

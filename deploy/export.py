@@ -27,6 +27,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -83,7 +84,7 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
 
 def _weights(policy: LstmPolicy) -> dict[str, np.ndarray]:
     """Per-gate matrices laid out for x @ W (in, out), biases b_ih + b_hh."""
-    lstm = policy.lstm
+    lstm: Any = policy.lstm  # torch's stubs type its weights Tensor | Module
     hidden = policy.hidden_size
     w_ih = lstm.weight_ih_l0.detach().cpu().numpy().astype(np.float32)  # (4H, D)
     w_hh = lstm.weight_hh_l0.detach().cpu().numpy().astype(np.float32)  # (4H, H)

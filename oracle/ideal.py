@@ -426,8 +426,8 @@ def _trace_identity(path: str) -> list[Any]:
 def _code_files() -> list[Path]:
     """What a search's result depends on: this module, the stepping loop, the metrics that
     score a window, the link facts, and the compiled core (the simulator)."""
-    return [Path(__file__), *(Path(module.__file__) for module in (stepping, metrics, link_facts,
-                                                                   _core))]
+    return [Path(__file__), *(Path(str(module.__file__)) for module in (stepping, metrics,
+                                                                        link_facts, _core))]
 
 
 @functools.cache

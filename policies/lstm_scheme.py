@@ -16,7 +16,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
-from ccgym.policies.onnx_policy import OnnxPolicy
+from ccgym.policies.onnx_policy import OnnxPolicy, OnnxState
 from ccgym.policies.policy_path import resolve_policy_path
 
 
@@ -24,7 +24,7 @@ class LstmScheme:
     """A SteppedScheme (ccgym.emulators.stepping) driven by an LstmPolicy."""
 
     def __init__(self, argument: str | os.PathLike | None = None,
-                 policy: LstmPolicy | None = None) -> None:
+                 policy: LstmPolicy | OnnxPolicy | None = None) -> None:
         if policy is None:
             if argument is None:
                 raise UserError("lstm: give a run folder or a policy file")
@@ -38,7 +38,7 @@ class LstmScheme:
                 raise UserError(f"lstm:{argument}: cannot load the policy: {e}") from e
         self.policy = policy
         self.policy.eval()
-        self._state: LstmState | None = None
+        self._state: LstmState | OnnxState | None = None
         self._previous = np.zeros(0, dtype=np.int64)
         self._starting = np.zeros(0, dtype=bool)
 
@@ -62,7 +62,8 @@ class LstmScheme:
             raise RuntimeError("LstmScheme.decide before reset, or with other slots")
         obs = np.stack([slot.sim.observation(int(prev), slot.flow)
                         for slot, prev in zip(slots, self._previous)])
-        actions, self._state = self.policy.act(obs, self._state, self._starting)
+        # Each policy gets back the state it made (typed per policy, so mypy cannot pair them).
+        actions, self._state = self.policy.act(obs, self._state, self._starting)  # type: ignore[arg-type]
         self._starting[:] = False
         for slot, action in zip(slots, actions):
             slot.sim.take_action(int(action), slot.flow)

@@ -80,7 +80,7 @@ def _use_cluster_token() -> None:
             or (Path.home() / ".ray" / "auth_token").is_file()):
         return
     os.environ[_AUTH_MODE_ENV] = "token"
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # private, untyped
 
     Config.initialize("")  # ray is imported already: re-read the environment
 
