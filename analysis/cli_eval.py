@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 
 from ccgym import flags
-from ccgym.emulators.links import add_link_arguments
+from ccgym.analysis.evaluate import evaluate, write_outputs
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.emulators.links import add_link_arguments, input_files, resolve_links
 from ccgym.errors import UserError
 from ccgym.policies.schemes import baseline_schemes
+from ccgym.files import check_not_input, human_stream
 
 DEFAULT_SCHEMES = ",".join(baseline_schemes())  # every classic scheme, as `ccgym schemes` lists
 # Flows sharing one bottleneck: beyond this a table of shares says little and a run is slow.
@@ -48,11 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import evaluate, write_outputs
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.emulators.links import input_files, resolve_links
-    from ccgym.files import check_not_input, human_stream
-
     schemes = parse_schemes(args.schemes)
     links = resolve_links(args.link, args.links)
     check_not_input(args.json, input_files(links, args.links), "--json")

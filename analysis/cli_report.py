@@ -21,6 +21,8 @@ import argparse
 from pathlib import Path
 
 from ccgym import flags
+from ccgym.analysis.html_report import build_report, read_inputs
+from ccgym.files import atomic_write_text, check_not_input, human_stream, is_stdout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.html_report import build_report, read_inputs
-    from ccgym.files import atomic_write_text, check_not_input, human_stream, is_stdout
-
     check_not_input(args.output, args.inputs, "-o")
     inputs = read_inputs(args.inputs)
     base = None if is_stdout(args.output) else Path(args.output).parent

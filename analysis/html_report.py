@@ -28,11 +28,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ccgym.analysis.leaderboard import (SUMMARY_HEADER, leaderboard_cells,
+                                        row_problem, summary_cells)
 from ccgym.analysis.report_parts import (Figures, Section, assemble, e, figure_html, fmt, label,
                                          page, percent, table)
 from ccgym.analysis.report_training import TrainingRun, comparison_section, training_section
 from ccgym.errors import UserError
-from ccgym.files import temporary_folder
+from ccgym.files import atomic_write_text, read_toml, temporary_folder
+from ccgym.train.run_folder import CONFIG_FILE, RunFolder
 
 ORACLE_KEYS = {"link", "bdp_packets", "ideal_window", "score", "bdp_score"}
 PLOT_SUFFIXES = (".png", ".svg")
@@ -103,8 +106,6 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
 
 
 def _check_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    from ccgym.analysis.leaderboard import row_problem
-
     for i, row in enumerate(rows):
         problem = row_problem(row)
         if problem:
@@ -113,8 +114,6 @@ def _check_rows(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _read_folder(path: Path, inputs: Inputs) -> None:
-    from ccgym.train.run_folder import CONFIG_FILE, RunFolder
-
     if RunFolder(path).config.is_file():
         inputs.runs.append(read_training_run(path))
     elif figures := sorted(p for p in path.iterdir() if p.suffix in PLOT_SUFFIXES):
@@ -138,9 +137,6 @@ def _read_json(path: Path) -> Any:
 
 def read_training_run(path: Path) -> TrainingRun:
     """A run folder's config (as TOML data), its TensorBoard scalars and final leaderboard."""
-    from ccgym.files import read_toml
-    from ccgym.train.run_folder import RunFolder
-
     folder = RunFolder(path)
     config = read_toml(folder.config, "training config")
     scalars: dict[str, tuple[list[int], list[float]]] = {}
@@ -163,7 +159,6 @@ def read_training_run(path: Path) -> TrainingRun:
 # ---------------------------------------------------------------- sections
 
 def _rows_section(item: RowsInput, figures: Figures) -> Section:
-    from ccgym.analysis.leaderboard import SUMMARY_HEADER, leaderboard_cells, summary_cells
 
     parts = []
     by_link: dict[str, list[dict[str, Any]]] = {}
@@ -302,8 +297,6 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
 def write_plots_index(folder: Path, sections: Mapping[str, Sequence[Path]]) -> Path:
     """DIR/index.html beside a --plots folder's figures: one page of them by link, linking the
     files (not embedding them), so the folder stays the one copy."""
-    from ccgym.files import atomic_write_text
-
     parts = []
     for link, images in sections.items():
         parts.append(f"<h2>{e(link)}</h2>")

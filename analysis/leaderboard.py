@@ -31,7 +31,7 @@ NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "
 def row_problem(row: Row) -> str | None:
     """What makes a row (from a file: ccgym eval/run --json) unprintable, else None: a number
     key holding something else, runs that is not a count, flows that are not a list of rows.
-    Scores may be -inf or NaN (analysis/metrics.py), so any real number passes."""
+    Scores may be -inf or NaN (measure/metrics.py), so any real number passes."""
     for key in NUMBER_KEYS:
         if row.get(key) is not None and not is_real(row[key]):
             return f"{key} must be a number, got {row[key]!r}"

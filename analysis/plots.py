@@ -18,7 +18,7 @@ import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib import rc_context, ticker
@@ -27,8 +27,12 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 from PIL import Image
 
-from ccgym.analysis.logs import as_packet_log
-from ccgym.analysis.metrics import (
+from ccgym.analysis.html_report import write_plots_index
+from ccgym.emulators import _core
+from ccgym.envs.scoring import Run
+from ccgym.files import atomic_open
+from ccgym.measure.logs import as_packet_log
+from ccgym.measure.metrics import (
     BITS_PER_BYTE,
     BITS_PER_KBIT,
     BYTES_PER_OPPORTUNITY,
@@ -36,10 +40,6 @@ from ccgym.analysis.metrics import (
     Metrics,
     signal_delay_series,
 )
-from ccgym.files import atomic_open
-
-if TYPE_CHECKING:
-    from ccgym.analysis.evaluate import Run
 
 FIGURE_SIZE_IN = (10.0, 5.0)
 DPI = 110
@@ -308,8 +308,6 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
     runs, the omniscient point, the hull), and per scheme its first run's throughput against
     capacity and its end-to-end delay over time; then DIR/index.html, one page showing them
     all by link. Returns the plots written, the index last."""
-    from ccgym.analysis.html_report import write_plots_index
-
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     by_link: dict[str, list[Run]] = {}
@@ -351,7 +349,6 @@ def _propagation_ms(spec: str) -> float | None:
     """A link spec's one-way propagation delay; None for a real path (no spec)."""
     if not spec:
         return None
-    from ccgym.emulators import _core
 
     return float(_core.parse_link_spec(spec).delay_ms)
 

@@ -34,10 +34,10 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from ccgym.analysis.evaluate import omniscient_runs
 from ccgym.emulators import _core
-from ccgym.emulators.links import resolve_links
 from ccgym.emulators.link_facts import default_duration_ms
+from ccgym.emulators.links import resolve_links
+from ccgym.envs.scoring import omniscient_runs
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import (TraceIdealWindow, best_fixed_window, schedule_scores,
                                 stepped_schedule)

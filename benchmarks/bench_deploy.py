@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
-from ccgym.analysis.metrics import summarize
 from ccgym.deploy.harness import resolve_scheme, run_emulated
 from ccgym.emulators.links import Link, data_dir, link_from_spec
+from ccgym.measure.metrics import summarize
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 1

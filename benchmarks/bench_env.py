@@ -155,7 +155,7 @@ def load_policy(name: str):
     import torch
 
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
+    from ccgym.policies.policy_path import resolve_policy_path
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

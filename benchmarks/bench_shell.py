@@ -33,9 +33,9 @@ import threading
 from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
-from ccgym.analysis.metrics import summarize
 from ccgym.deploy.shell import link_shell, run_in_shell, run_kernel_scheme, unavailable_reason
 from ccgym.emulators.links import Link, link_from_spec, resolve_links
+from ccgym.measure.metrics import summarize
 
 SEED = 1
 PAIRS = (("kernel:cubic", "cubic"), ("kernel:bbr", "bbr"))

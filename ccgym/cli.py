@@ -1,7 +1,9 @@
 """`ccgym VERB ...`: one console script; each verb's code lives in its folder.
 
 A verb module has `add_arguments(parser)` and `run(args) -> int`, and is imported
-only when its verb runs, so `ccgym links` does not pay for importing torch.
+only when its verb runs (or shows its --help), so each verb pays for its own imports only:
+`ccgym links` does not pay for torch. What else stays quick is listed in pyproject.toml, beside
+the import-linter contract.
 
 How a command ends is decided here, once for every verb:
 - a UserError (bad input: a flag, a file, a spec) or a bad flag: one line
@@ -21,8 +23,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from ccgym.errors import UserError
+from ccgym.files import cache_root
 
 DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -41,7 +45,7 @@ VERBS = {
     "run": ("ccgym.deploy.cli_run", "run a scheme over a real-time emulated link or a real path"),
     "receive": ("ccgym.deploy.cli_receive", "run the UDP receiver for a real path"),
     "shell": ("ccgym.deploy.cli_shell", "a shell whose traffic crosses an emulated link (TUN + namespace)"),
-    "calibrate": ("ccgym.emulators.cli_calibrate",
+    "calibrate": ("ccgym.measure.cli_calibrate",
                   "fit a link to measured runs of several schemes (Pantheon's calibration)"),
     "report": ("ccgym.analysis.cli_report",
                "one HTML page of eval/run/calibrate results and training runs"),
@@ -51,11 +55,26 @@ VERBS = {
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad command line is one line (not the usage block) that points to --help."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+def verb_module(verb: str) -> Any:
+    """The module of a verb. Every verb's module ships with ccgym: one that is missing is a
+    broken install or a typo in VERBS, never a verb to leave out quietly."""
+    module_name = VERBS[verb][0]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise ImportError(f"ccgym {verb}: its module {module_name} is missing "
+                              f"(a broken install: run scripts/setup.sh)") from e
+        raise
+
+
+def build_parser(verb: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    """Every verb listed with its help line; only `verb` gets its module's flags (and only its
+    module is imported)."""
     parser = OneLineParser(
         prog="ccgym",
         description="A training gym for machine-learned congestion control.",
@@ -63,22 +82,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     parser.add_argument("--version", action="version", version=f"ccgym {_version()}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     modules = {}
-    for verb, (module_name, help_text) in VERBS.items():
-        # Every verb's module ships with ccgym: one that is missing is a broken install or a
-        # typo here, never a verb to leave out of --help quietly.
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            if e.name == module_name:
-                raise ImportError(f"ccgym {verb}: its module {module_name} is missing "
-                                  f"(a broken install: run scripts/setup.sh)") from e
-            raise
-        verb_parser = sub.add_parser(verb, help=help_text, description=module.__doc__,
+    for name, (_, help_text) in VERBS.items():
+        if name != verb:
+            sub.add_parser(name, help=help_text)
+            continue
+        module = verb_module(name)
+        verb_parser = sub.add_parser(name, help=help_text, description=module.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(verb_parser)
         verb_parser.add_argument("--debug", action="store_true",
                                  help="on an internal error, print its traceback")
-        modules[verb] = module
+        modules[name] = module
     return parser, modules
 
 
@@ -93,7 +107,7 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser, modules = build_parser()
+    parser, modules = build_parser(argv[0] if argv and argv[0] in VERBS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, or a bad flag (already reported in one line)
@@ -147,8 +161,6 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 def _write_traceback(verb: str) -> Path | None:
     """The current exception's traceback in $CCGYM_CACHE/crashes/, for a bug report."""
-    from ccgym.files import cache_root
-
     try:
         folder = cache_root() / "crashes"
         folder.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, check_not_input, check_output
+from ccgym.policies.policy_path import resolve_policy_path
 
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
 CHECK_LINK = "rate_mbps=12,delay_ms=20"
@@ -39,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccgym.deploy.export import export_policy, max_difference, recorded_observations
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
 
     source = resolve_policy_path(args.policy)
     try:

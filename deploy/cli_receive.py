@@ -15,6 +15,7 @@ import os
 import socket
 
 from ccgym import flags
+from ccgym.deploy.harness import find_program
 from ccgym.errors import UserError
 
 
@@ -45,8 +46,6 @@ def check_bind_address(address: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.deploy.harness import find_program
-
     check_bind_address(args.bind)
     argv = [find_program("ccgym-receiver"), "--port", str(args.port), "--bind", args.bind,
             "--duration-s", f"{args.duration_s:g}"]

@@ -41,9 +41,17 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
+from ccgym.analysis.evaluate import run_scheme, write_outputs
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
+from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
+from ccgym.emulators import _core
+from ccgym.emulators.links import Link, resolve_link
+from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
 from ccgym.files import human_stream, temporary_folder
 from ccgym.interrupts import sigterm_as_interrupt
+from ccgym.measure.metrics import omniscient, summarize
 
 DEFAULT_DURATION_S = 30.0
 
@@ -98,7 +106,6 @@ def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
 
 def remote_link(remote: str):
     """The path to `ccgym receive` at HOST:PORT ([ADDRESS]:PORT for IPv6), resolved now."""
-    from ccgym.emulators.links import Link
 
     host, sep, port = remote.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -115,13 +122,6 @@ def remote_link(remote: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.analysis.evaluate import (Run, aggregate, check_run_length, run_scheme,
-                                         write_outputs)
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.metrics import omniscient, summarize
-    from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
-    from ccgym.emulators.links import resolve_link
-
     if args.simulate and args.remote:
         raise UserError("--simulate needs --link: a real path has no simulated twin")
     if args.remote:
@@ -149,8 +149,6 @@ def run(args: argparse.Namespace) -> int:
     metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
 
     if not args.remote:
-        from ccgym.emulators import _core
-
         delay = _core.parse_link_spec(link.spec).delay_ms
         rows.append(aggregate(link, "omniscient",
                               [omniscient(real.opportunities_ms, real.duration_ms, delay)]))
@@ -188,13 +186,6 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
     each from inside to its receiver outside, and are scored from the shell's log. Several
     flows get their shares and Jain's index."""
-    from ccgym.analysis.evaluate import Run, aggregate, write_outputs
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.metrics import omniscient, summarize
-    from ccgym.deploy.harness import resolve_scheme
-    from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
-    from ccgym.emulators import _core
-
     names = [args.scheme] + ([args.against] if args.against else [])
     if args.remote:
         raise UserError(f"{' and '.join(names)}: kernel schemes and --against run in the link "

@@ -28,9 +28,19 @@ import sys
 from pathlib import Path
 
 from ccgym import flags
+import numpy as np
+
+from ccgym.analysis.leaderboard import format_leaderboard
+from ccgym.deploy.harness import _die_with_parent
+from ccgym.deploy.shell import link_shell
+from ccgym.emulators import _core
+from ccgym.emulators.links import resolve_link
+from ccgym.envs.scoring import aggregate
 from ccgym.errors import UserError
 from ccgym.files import temporary_folder
 from ccgym.interrupts import interrupt_after, sigterm_as_interrupt
+from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+from ccgym.measure.metrics import omniscient, summarize
 
 LINK_CHECK_S = 0.5
 
@@ -47,9 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.deploy.shell import link_shell
-    from ccgym.emulators.links import resolve_link
-
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         command = [os.environ.get("SHELL") or "/bin/sh"]
@@ -70,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_inside(shell, command: list[str]) -> int:
     """COMMAND inside the shell, on this terminal. With a terminal, Ctrl-C belongs to COMMAND
     (an interactive shell survives it, as in mm-link); without one it ends the run."""
-    from ccgym.deploy.harness import _die_with_parent
-
     try:
         child = subprocess.Popen(shell.enter(command), env=shell.environment(),
                                  preexec_fn=_die_with_parent)
@@ -106,14 +111,6 @@ def _run_inside(shell, command: list[str]) -> int:
 def _print_flows(log_path: Path, link, seed: int) -> None:
     """The traffic that left the shell, scored as any run is, from the link's first packet to
     its last delivery: the omniscient bound over that span, then all flows and each flow."""
-    import numpy as np
-
-    from ccgym.analysis.evaluate import aggregate
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
-    from ccgym.analysis.metrics import omniscient, summarize
-    from ccgym.emulators import _core
-
     tsv = read_tsv_log(log_path)
     log = packet_log_from_shell(tsv)
     print(f"per-packet log: {log_path}")

@@ -27,14 +27,18 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ccgym import __version__
 from ccgym.emulators import _core
 from ccgym.files import atomic_path
+from ccgym.oracle.ideal import expert_action, ideal_window
 from ccgym.policies.lstm import ACTION_FACTORS, ACTION_TERMS, WINDOW_LOG_TOP, LstmPolicy
+from ccgym.policies.onnx_policy import FORMAT, FORMAT_VERSION
 
 OPSET = 17
 # ONNX IR version 8 is what opset 17 shipped with; older runtimes refuse newer IR versions.
@@ -44,8 +48,6 @@ ELEMENTARY_OPS = frozenset({"MatMul", "Add", "Sigmoid", "Tanh", "Mul", "Relu", "
                             "Log"})
 # Share of random actions in the check's recorded run (the rest are the expert's).
 EXPLORATION = 0.3
-FORMAT = "ccgym-lstm-step"
-FORMAT_VERSION = "2"
 OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing delay (ms, "
               "delay_unit_ms, delay_top_ms); 1 EWMA delivery rate and 2 EWMA sending rate "
               "(Mbit/s, rate_unit_mbps, rate_top_mbps); 3 window (packets, window_unit, "
@@ -57,8 +59,6 @@ OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing 
 
 def metadata(policy: LstmPolicy) -> dict[str, str]:
     """The graph's metadata_props: everything the inputs and outputs mean."""
-    from ccgym import __version__
-
     return {
         "ccgym.format": FORMAT,
         "ccgym.format_version": FORMAT_VERSION,
@@ -84,7 +84,7 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
 
 def _weights(policy: LstmPolicy) -> dict[str, np.ndarray]:
     """Per-gate matrices laid out for x @ W (in, out), biases b_ih + b_hh."""
-    lstm = policy.lstm
+    lstm: Any = policy.lstm  # torch's stubs type its weights Tensor | Module
     hidden = policy.hidden_size
     w_ih = lstm.weight_ih_l0.detach().cpu().numpy().astype(np.float32)  # (4H, D)
     w_hh = lstm.weight_hh_l0.detach().cpu().numpy().astype(np.float32)  # (4H, H)
@@ -235,8 +235,6 @@ def recorded_observations(link: str, steps: int, seed: int = 1,
     taking a random action with probability `exploration`: inputs as the C++ features make
     them, in the range a deployed policy meets, and varied (a random-weight policy's own run
     may hold one window and exercise little of the graph)."""
-    from ccgym.oracle.ideal import expert_action, ideal_window
-
     rng = np.random.default_rng(seed)
     sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
     ideal = ideal_window(link, seed)

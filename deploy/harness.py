@@ -27,10 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
-from ccgym.analysis.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
-                                 read_tsv_log)
+from ccgym.emulators import _core
 from ccgym.errors import UserError
+from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
+                                 read_tsv_log)
+from ccgym.policies.onnx_policy import OnnxPolicy
+from ccgym.policies.policy_path import resolve_policy_path
 
 PROGRAMS = ("ccgym-sender", "ccgym-receiver", "ccgym-link")
 # A program prints this first line once its socket is bound.
@@ -183,8 +187,6 @@ def _sender_args(dest: str, scheme: str, duration_s: float, seed: int, log: Path
 
 def _wait_for_sender(sender: Process, duration_s: float, progress: bool) -> None:
     """Waits for the sender to finish its run, with a progress bar in seconds."""
-    from tqdm import tqdm
-
     with tqdm(total=round(duration_s, 1), desc="run", unit="s", disable=not progress,
               leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s") as bar:
         start = time.monotonic()
@@ -207,8 +209,6 @@ def _link_origin_ms(stderr: str) -> float:
 def run_emulated(link_spec: str, sender_scheme: str, duration_s: float, seed: int,
                  workdir: Path, progress: bool = False) -> RealRun:
     """Receiver, real-time link and sender on loopback, for duration_s; logs in workdir."""
-    from ccgym.emulators import _core
-
     sender_log, receiver_log = workdir / "sender.tsv", workdir / "receiver.tsv"
     with processes() as running:
         receiver = Process([find_program("ccgym-receiver"), "--port", "0", "--bind", "127.0.0.1",
@@ -266,8 +266,6 @@ class Schemes:
 
 
 def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
-    from ccgym.emulators import _core
-
     prefix, _, argument = scheme.partition(":")
     if prefix == "oracle":
         raise UserError("--scheme oracle needs to know the link's future: it runs only in "
@@ -282,8 +280,6 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         onnx_path = Path(argument).expanduser()
         if not onnx_path.is_file():
             raise UserError(f"--scheme {scheme}: no such file")
-        from ccgym.policies.onnx_policy import OnnxPolicy
-
         try:  # here, where the error is one line, not in the sender after it started
             OnnxPolicy(onnx_path)
         except ValueError as e:
@@ -293,7 +289,6 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
 
     from ccgym.deploy.export import export_policy
     from ccgym.policies.lstm import LstmPolicy
-    from ccgym.train.run_folder import resolve_policy_path
 
     source = resolve_policy_path(argument)
     try:

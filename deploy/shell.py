@@ -26,10 +26,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
 from ccgym.deploy.harness import (DRAIN_S, STARTUP_TIMEOUT_S, Process, RealRun, _sender_args,
                                   find_program, processes)
+from ccgym.deploy.tcp_bulk import available_congestion_controls
+from ccgym.emulators import _core
+from ccgym.envs.scoring import Run
 from ccgym.errors import UserError
 from ccgym.files import temporary_folder
+from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+from ccgym.measure.metrics import summarize
 
 SHELL_PROGRAM = "ccgym-shell-link"
 READY = re.compile(r"ready pid=(\d+) outside=(\S+) inside=(\S+) device=(\S+)")
@@ -69,8 +76,6 @@ def _has_capability(bit: int) -> bool:
 
 def kernel_congestion_controls() -> list[str]:
     """What this kernel offers to TCP sockets (net.ipv4.tcp_available_congestion_control)."""
-    from ccgym.deploy.tcp_bulk import available_congestion_controls
-
     return available_congestion_controls()
 
 
@@ -161,9 +166,6 @@ def run_in_shell(link_spec: str, schemes: Sequence[str], duration_s: float, seed
     """Each scheme one flow from inside the shell to a receiver outside, flow i starting
     i * interval_s after the first and all ending at duration_s; scored from the shell's log
     on the link's clock (which starts with the first packet)."""
-    from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
-    from ccgym.emulators import _core
-
     for scheme in schemes:
         if is_kernel_scheme(scheme):
             check_kernel_scheme(scheme)
@@ -235,8 +237,6 @@ def _flow_ids(names: dict[int, str], outside: str, ports: Sequence[int]) -> dict
 
 def _wait_for_senders(senders: Sequence[Process], start: float, duration_s: float,
                       progress: bool) -> None:
-    from tqdm import tqdm
-
     with tqdm(total=round(duration_s, 1), desc="real time", unit="s", disable=not progress,
               leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s") as bar:
         while any(s.popen.poll() is None for s in senders):
@@ -260,10 +260,7 @@ def _min_rtt_ms(sender: Process) -> float:
 def run_kernel_scheme(link, scheme: str, seeds: Sequence[int], duration_ms: float,
                       flows: int = 1, interval_ms: float = 0.0) -> list:
     """`ccgym eval`'s runs of a kernel scheme: `flows` bulk TCP transfers through the link
-    shell per seed, in real time, scored like the simulator's runs (analysis.evaluate.Run)."""
-    from ccgym.analysis.evaluate import Run
-    from ccgym.analysis.metrics import summarize
-
+    shell per seed, in real time, scored like the simulator's runs (envs.scoring.Run)."""
     runs = []
     for seed in seeds:
         with temporary_folder("shell") as tmp:

@@ -23,6 +23,7 @@ import socket
 import struct
 import sys
 import time
+from typing import cast
 
 CHUNK_BYTES = 1 << 18
 # struct tcp_info (linux/tcp.h): tcpi_min_rtt, in microseconds, sits at this byte offset.
@@ -89,7 +90,7 @@ def receive(bind: str, port: int) -> int:
         sel.register(server, selectors.EVENT_READ)
         while True:
             for key, _ in sel.select():
-                conn = key.fileobj
+                conn = cast(socket.socket, key.fileobj)  # only sockets are registered
                 if conn is server:
                     client, _ = server.accept()
                     client.setblocking(False)

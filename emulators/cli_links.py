@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
-from ccgym.errors import UserError
+from ccgym.emulators import _core
 from ccgym.emulators import links as links_mod
+from ccgym.errors import UserError
 from ccgym.files import atomic_write_json, check_not_input, is_stdout
 
 # Statistics of a generated delivery process are taken over this much of it.
@@ -161,7 +162,7 @@ def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
 
 def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dict[str, Any]:
     """Statistics of a link's data direction (see `ccgym links show --help`)."""
-    from ccgym.emulators import _core
+    from ccgym.emulators import link_facts  # numpy, which `ccgym links list` does without
 
     delay_ms = float(_core.parse_link_spec(link.spec).delay_ms)
     trace = links_mod.spec_fields(link.spec).get("trace")
@@ -170,12 +171,12 @@ def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dic
             stamps = _core.load_trace(trace)
         except ValueError as e:
             raise UserError(f"link {link.name}: {e}") from None
-        stats = links_mod.trace_statistics(stamps, delay_ms)
+        stats = link_facts.trace_statistics(stamps, delay_ms)
         stats["process"] = {"kind": "trace", "path": trace}
     else:
         duration_ms = GENERATED_STATS_DURATION_S * 1000
         times = _core.opportunities(link.spec, duration_ms, seed)
-        stats = links_mod.delivery_statistics(times, duration_ms, delay_ms)
+        stats = link_facts.delivery_statistics(times, duration_ms, delay_ms)
         fields = links_mod.spec_fields(link.spec)
         # The canonical form omits `delivery` where the other keys imply it.
         kind = fields.get("delivery") or ("burst" if "burst_packets" in fields else "constant")
@@ -192,6 +193,8 @@ def _describe_process(process: dict[str, Any]) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from ccgym.emulators.link_facts import WINDOW_MS  # numpy, which `ccgym links list` does without
+
     links = _links_to_show(args)
     check_not_input(args.json, links_mod.input_files(links, args.links), "--json")
     results = [{"name": link.name, "group": link.group, "spec": link.spec,
@@ -211,7 +214,7 @@ def _show(args: argparse.Namespace) -> int:
     _print_table(["LINK", "MEAN", "P5", "P50", "P95", "OUTAGE%", "MIN_RTT", "BDP", "DELIVERY"],
                  rows, right=set(range(1, 8)))
     print(f"\nrates in Mbit/s; P5/P50/P95 and OUTAGE% (no delivery) over "
-          f"{links_mod.WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
+          f"{WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
           "BDP in 1500-byte packets")
     if args.json is not None:
         _write_json(args.json, {"links": results})
@@ -231,17 +234,16 @@ def _write_json(path: Path, value: Any) -> None:
 # ---------------------------------------------------------------- generate
 
 def _generate(args: argparse.Namespace) -> int:
-    ack_mean = args.mean_mbps if args.ack_mean_mbps is None else args.ack_mean_mbps
-    from ccgym.emulators import _core
+    from tqdm import tqdm  # numpy and tqdm: `ccgym links list` does without them
 
+    from ccgym.emulators import generate
+
+    ack_mean = args.mean_mbps if args.ack_mean_mbps is None else args.ack_mean_mbps
     for flag, value in (("--mean-mbps", args.mean_mbps), ("--ack-mean-mbps", ack_mean)):
         try:  # the link-spec parser holds the rate bounds: a trace must be a valid link
             _core.parse_link_spec(f"rate_mbps={value!r}")
         except ValueError as e:
             raise UserError(f"{flag} {value:g}: {str(e).split(': ', 1)[-1]}") from None
-
-    from tqdm import tqdm
-    from ccgym.emulators import generate
 
     written = []
     seeds = range(args.seed, args.seed + args.count)

@@ -1,13 +1,18 @@
 """What a link is, in numbers: its mean rate, its BDP, how long a run of it lasts, whether its
-ideal window is simply the BDP. Read off the spec (and its trace) by the C++ parser; the oracle,
-the environments, `ccgym eval` and link variants all ask here.
+ideal window is simply the BDP, the statistics of its deliveries (`ccgym links show`). Read off
+the spec (and its trace) by the C++ parser; the oracle, the environments, `ccgym eval` and link
+variants all ask here.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from ccgym.emulators import _core
+from ccgym.emulators.links import spec_fields
 
 # One delivery opportunity carries this many bytes (mahimahi's MTU accounting), as the C++ core
 # counts them (common/cpp/packet.hh): a BDP counts packets of this size too.
@@ -52,8 +57,6 @@ def mean_rate_mbps(link_spec: str, seed: int = 1) -> float:
 def is_plain_constant_link(link_spec: str) -> bool:
     """Constant-rate data direction, infinite queue, no loss, and an ACK direction that
     is at most a constant rate: the links whose ideal window is the BDP."""
-    from ccgym.emulators.links import spec_fields
-
     parsed = _core.parse_link_spec(link_spec)
     ack_keys = {key for key in spec_fields(parsed.to_string()) if key.startswith("ack_")}
     return (not parsed.data_trace and parsed.delivery == "constant"
@@ -68,3 +71,49 @@ def default_duration_ms(link_spec: str) -> float:
     if parsed.data_trace:
         return float(_core.load_trace(parsed.data_trace)[-1])
     return DEFAULT_DURATION_MS
+
+
+# ---------------------------------------------------------------- statistics (`ccgym links show`)
+
+WINDOW_MS = 500.0           # the window of the throughput percentiles and outage fraction
+PERCENTILES = (5, 50, 95)
+
+
+def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> dict[str, Any]:
+    """Statistics of a delivery process from its opportunity times in [0, duration_ms].
+
+    Windows are whole WINDOW_MS intervals from 0 (a partial last one is left out); with a
+    duration shorter than one window, the whole duration is one window.
+    """
+    times = np.asarray(times_ms, dtype=np.float64)
+    if not duration_ms > 0:
+        raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
+    mbit_per_opportunity = PACKET_BYTES * BITS_PER_BYTE / 1e6
+    mean_mbps = len(times) * mbit_per_opportunity / (duration_ms / 1000)
+    window_ms = min(WINDOW_MS, duration_ms)
+    n_windows = int(duration_ms // window_ms)
+    index = np.floor(times / window_ms).astype(np.int64)
+    counts = np.bincount(index[(index >= 0) & (index < n_windows)], minlength=n_windows)
+    window_mbps = counts * mbit_per_opportunity / (window_ms / 1000)
+    min_rtt_ms = 2 * delay_ms
+    return {
+        "mean_mbps": float(mean_mbps),
+        "window_ms": float(window_ms),
+        "window_mbps_percentiles": {f"p{q}": float(v) for q, v in
+                                    zip(PERCENTILES, np.percentile(window_mbps, PERCENTILES))},
+        "outage_fraction": float(np.mean(counts == 0)),
+        "min_rtt_ms": float(min_rtt_ms),
+        "bdp_packets": float(bdp_packets(mean_mbps, delay_ms)),
+        "duration_ms": float(duration_ms),
+    }
+
+
+def trace_statistics(timestamps: Any, delay_ms: float) -> dict[str, Any]:
+    """delivery_statistics of one period of a mahimahi trace (period = its last timestamp)."""
+    stamps = np.asarray(timestamps, dtype=np.int64)
+    if len(stamps) == 0 or stamps[-1] <= 0:
+        raise ValueError("a trace needs a last timestamp > 0")
+    period = int(stamps[-1])
+    # An opportunity at the period is the one at 0 of the next repetition: folding it there
+    # puts each of the trace's opportunities exactly once in [0, period).
+    return delivery_statistics(stamps % period, float(period), delay_ms)

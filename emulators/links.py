@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.files import cache_root, read_toml, unknown_key
 
@@ -259,8 +260,6 @@ def _synthetic(table_key: str, params: Any, where: str) -> str:
 
 def spec_keys() -> tuple[str, ...]:
     """The keys of a link spec string, as the C++ parser (emulators/cpp/spec.hh) lists them."""
-    from ccgym.emulators import _core
-
     return tuple(_core.link_spec_keys())
 
 
@@ -307,8 +306,6 @@ def _spec_value(key: str, value: Any, base: Path, where: str) -> str:
 
 
 def _canonical(spec_text: str, where: str) -> str:
-    from ccgym.emulators import _core  # the C++ parser: the one authority on spec strings
-
     try:
         return _core.parse_link_spec(spec_text).to_string()
     except ValueError as e:
@@ -453,8 +450,6 @@ def needs_shared_data(entries: str | Sequence[str]) -> bool:
 def link_from_spec(spec_text: str, where: str = "--link") -> Link:
     """A Link from a spec string given on the command line (`where` names it in errors). Its
     name is the spec's name=, else the trace's file name, else the canonical spec itself."""
-    from ccgym.emulators import _core
-
     try:
         parsed = _core.parse_link_spec(_absolute_traces(spec_text, where))
     except ValueError as e:
@@ -518,56 +513,3 @@ def resolve_links(link: str | None, links: str | None) -> list[Link]:
         return load_link_set(find_link_set(links))
     raise UserError("no link given: use --link SPEC or --links SET "
                     "(`ccgym links` lists the packaged sets)")
-
-
-# ---------------------------------------------------------------- statistics
-
-WINDOW_MS = 500.0           # the window of the throughput percentiles and outage fraction
-PERCENTILES = (5, 50, 95)
-BITS_PER_BYTE = 8
-
-
-def delivery_statistics(times_ms: Any, duration_ms: float, delay_ms: float) -> dict[str, Any]:
-    """Statistics of a delivery process from its opportunity times in [0, duration_ms].
-
-    Windows are whole WINDOW_MS intervals from 0 (a partial last one is left out); with a
-    duration shorter than one window, the whole duration is one window.
-    """
-    import numpy as np
-
-    from ccgym.emulators.link_facts import PACKET_BYTES, bdp_packets
-
-    times = np.asarray(times_ms, dtype=np.float64)
-    if not duration_ms > 0:
-        raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
-    mbit_per_opportunity = PACKET_BYTES * BITS_PER_BYTE / 1e6
-    mean_mbps = len(times) * mbit_per_opportunity / (duration_ms / 1000)
-    window_ms = min(WINDOW_MS, duration_ms)
-    n_windows = int(duration_ms // window_ms)
-    index = np.floor(times / window_ms).astype(np.int64)
-    counts = np.bincount(index[(index >= 0) & (index < n_windows)], minlength=n_windows)
-    window_mbps = counts * mbit_per_opportunity / (window_ms / 1000)
-    min_rtt_ms = 2 * delay_ms
-    return {
-        "mean_mbps": float(mean_mbps),
-        "window_ms": float(window_ms),
-        "window_mbps_percentiles": {f"p{q}": float(v) for q, v in
-                                    zip(PERCENTILES, np.percentile(window_mbps, PERCENTILES))},
-        "outage_fraction": float(np.mean(counts == 0)),
-        "min_rtt_ms": float(min_rtt_ms),
-        "bdp_packets": float(bdp_packets(mean_mbps, delay_ms)),
-        "duration_ms": float(duration_ms),
-    }
-
-
-def trace_statistics(timestamps: Any, delay_ms: float) -> dict[str, Any]:
-    """delivery_statistics of one period of a mahimahi trace (period = its last timestamp)."""
-    import numpy as np
-
-    stamps = np.asarray(timestamps, dtype=np.int64)
-    if len(stamps) == 0 or stamps[-1] <= 0:
-        raise ValueError("a trace needs a last timestamp > 0")
-    period = int(stamps[-1])
-    # An opportunity at the period is the one at 0 of the next repetition: folding it there
-    # puts each of the trace's opportunities exactly once in [0, period).
-    return delivery_statistics(stamps % period, float(period), delay_ms)

@@ -10,9 +10,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ccgym.emulators import _core
+from ccgym.emulators.links import Link
+
+
+@dataclass
+class Slot:
+    """One external flow of one simulation, as a Python-decided scheme sees it."""
+
+    sim: Any  # ccgym.emulators._core.Simulator
+    flow: int
+    link: Link
+    seed: int
+
+
+class SteppedScheme(Protocol):
+    """A scheme whose window is decided in Python every STEP_MS."""
+
+    def reset(self, slots: Sequence[Slot]) -> None: ...
+
+    def decide(self, slots: Sequence[Slot]) -> None:
+        """Sets each slot's window (slot.sim.set_window(w, slot.flow))."""
 
 
 def run_stepped(sims: Sequence[Any], ends_ms: Sequence[float], decide: Callable[[float], None],

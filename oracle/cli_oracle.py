@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING
+
+from tqdm import tqdm
 
 from ccgym import flags
-from ccgym.emulators.links import add_link_arguments
-
-if TYPE_CHECKING:
-    from ccgym.oracle.ideal import OracleSummary
+from ccgym.emulators.links import add_link_arguments, input_files, resolve_links
+from ccgym.files import atomic_write_json, check_not_input, human_stream
+from ccgym.oracle.ideal import OracleSummary, summarize_link
 
 HEADERS = ("link", "BDP (pkts)", "ideal window", "score", "BDP score")
 
@@ -40,12 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from ccgym.emulators.links import input_files, resolve_links
-    from ccgym.files import atomic_write_json, check_not_input, human_stream
-    from ccgym.oracle.ideal import summarize_link
-
     links = resolve_links(args.link, args.links)
     check_not_input(args.json, input_files(links, args.links), "--json")
     duration_ms = None if args.duration_s is None else args.duration_s * 1000.0

@@ -42,12 +42,13 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ccgym.analysis.metrics import summarize
-from ccgym.emulators import _core
+from ccgym.emulators import _core, link_facts, stepping
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
                                         mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
 from ccgym.files import atomic_write_json, cache_root
+from ccgym.measure import metrics
+from ccgym.measure.metrics import summarize
 
 # The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
 SEARCH_LOW_FACTOR = 0.5
@@ -425,11 +426,8 @@ def _trace_identity(path: str) -> list[Any]:
 def _code_files() -> list[Path]:
     """What a search's result depends on: this module, the stepping loop, the metrics that
     score a window, the link facts, and the compiled core (the simulator)."""
-    from ccgym.analysis import metrics
-    from ccgym.emulators import link_facts, stepping
-
-    return [Path(__file__), *(Path(module.__file__) for module in (stepping, metrics, link_facts,
-                                                                   _core))]
+    return [Path(__file__), *(Path(str(module.__file__)) for module in (stepping, metrics,
+                                                                        link_facts, _core))]
 
 
 @functools.cache

@@ -1,5 +1,5 @@
 """The oracle as a scheme for `ccgym eval --schemes oracle`: each step, every flow's window
-is set to the link's ideal window (directly, not through the five actions).
+is set to the link's ideal window directly, not through the policy's actions (_core.ACTIONS).
 
 Flows sharing one simulation split the ideal window equally: the ideal is the link's,
 not one flow's.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ccgym.analysis.evaluate import Slot
+from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import IdealWindow, ideal_window
 

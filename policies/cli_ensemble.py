@@ -17,6 +17,7 @@ import argparse
 from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.files import check_not_input
+from ccgym.policies.policy_path import resolve_policy_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ccgym.policies.lstm import LstmPolicy, ensemble
-    from ccgym.train.run_folder import resolve_policy_path
 
     if len(args.policies) < 2:
         raise UserError("give two or more policies to average")

@@ -26,6 +26,7 @@ import math
 import os
 import warnings
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -149,7 +150,7 @@ class LstmPolicy(nn.Module):
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
 
     @classmethod
-    def from_file_dict(cls, data: dict, where: str = "policy") -> LstmPolicy:
+    def from_file_dict(cls, data: object, where: str = "policy") -> LstmPolicy:
         if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
             raise ValueError(f"{where}: not a ccgym LSTM policy file")
         if data.get("version") != FILE_VERSION:
@@ -211,7 +212,7 @@ def ensemble(members: list[LstmPolicy]) -> LstmPolicy:
     out = LstmPolicy(hidden_size=total, obs_dim=first.obs_dim, num_actions=first.num_actions,
                      head=first.head_kind)
 
-    def gates(t: torch.Tensor, h: int) -> torch.Tensor:  # (4h, ...) -> (4, h, ...): i, f, g, o
+    def gates(t: Any, h: int) -> torch.Tensor:  # (4h, ...) -> (4, h, ...): i, f, g, o
         return t.detach().reshape(4, h, *t.shape[1:])
 
     recurrent = torch.zeros(4, total, total)
@@ -226,7 +227,7 @@ def ensemble(members: list[LstmPolicy]) -> LstmPolicy:
         **{f"lstm.{b}": torch.cat([gates(getattr(m.lstm, b), h) for m, h in zip(members, sizes)],
                                   1) for b in ("bias_ih_l0", "bias_hh_l0")},
         "head.weight": torch.cat([m.head.weight.detach() for m in members], 1) / k,
-        "head.bias": sum(m.head.bias.detach() for m in members) / k,
+        "head.bias": cast(torch.Tensor, sum(m.head.bias.detach() for m in members)) / k,
     }
     out.load_state_dict({name: w.reshape(out.state_dict()[name].shape)
                          for name, w in weights.items()})

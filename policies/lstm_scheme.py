@@ -9,29 +9,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ccgym.emulators import _core
+from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState
-from ccgym.train.run_folder import resolve_policy_path
+from ccgym.policies.onnx_policy import OnnxPolicy, OnnxState
+from ccgym.policies.policy_path import resolve_policy_path
 
 
 class LstmScheme:
-    """A SteppedScheme (ccgym.analysis.evaluate) driven by an LstmPolicy."""
+    """A SteppedScheme (ccgym.emulators.stepping) driven by an LstmPolicy."""
 
     def __init__(self, argument: str | os.PathLike | None = None,
-                 policy: LstmPolicy | None = None) -> None:
+                 policy: LstmPolicy | OnnxPolicy | None = None) -> None:
         if policy is None:
             if argument is None:
                 raise UserError("lstm: give a run folder or a policy file")
             path = resolve_policy_path(argument)
             try:
                 if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
-                    from ccgym.policies.onnx_policy import OnnxPolicy
-
                     policy = OnnxPolicy(path)
                 else:
                     policy = LstmPolicy.load(path)
@@ -39,7 +38,7 @@ class LstmScheme:
                 raise UserError(f"lstm:{argument}: cannot load the policy: {e}") from e
         self.policy = policy
         self.policy.eval()
-        self._state: LstmState | None = None
+        self._state: LstmState | OnnxState | None = None
         self._previous = np.zeros(0, dtype=np.int64)
         self._starting = np.zeros(0, dtype=bool)
 
@@ -52,18 +51,19 @@ class LstmScheme:
         """The action each slot took last (the keep action before the first decision)."""
         return self._previous
 
-    def reset(self, slots: Sequence[Any]) -> None:
+    def reset(self, slots: Sequence[Slot]) -> None:
         n = len(slots)
         self._state = self.policy.initial_state(n)
         self._previous = np.full(n, _core.HOLD_ACTION, dtype=np.int64)
         self._starting = np.ones(n, dtype=bool)
 
-    def decide(self, slots: Sequence[Any]) -> None:
+    def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):
             raise RuntimeError("LstmScheme.decide before reset, or with other slots")
         obs = np.stack([slot.sim.observation(int(prev), slot.flow)
                         for slot, prev in zip(slots, self._previous)])
-        actions, self._state = self.policy.act(obs, self._state, self._starting)
+        # Each policy gets back the state it made (typed per policy, so mypy cannot pair them).
+        actions, self._state = self.policy.act(obs, self._state, self._starting)  # type: ignore[arg-type]
         self._starting[:] = False
         for slot, action in zip(slots, actions):
             slot.sim.take_action(int(action), slot.flow)

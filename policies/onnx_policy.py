@@ -14,6 +14,10 @@ import numpy as np
 
 from ccgym.emulators import _core
 
+# What an exported policy says it is in its metadata (ccgym.format, ccgym.format_version): the
+# version changes whenever the graph's inputs, outputs or their meaning do.
+FORMAT = "ccgym-lstm-step"
+FORMAT_VERSION = "2"
 # (h, c), each (N, hidden_size): the exported graph's layout, one row per environment.
 OnnxState = tuple[np.ndarray, np.ndarray]
 
@@ -23,8 +27,6 @@ class OnnxPolicy:
         """Loads and checks an exported policy; ValueError naming the file if it is not one
         this ccgym can run."""
         import onnxruntime as ort
-
-        from ccgym.deploy.export import FORMAT, FORMAT_VERSION
 
         self.path = Path(path)
         where = str(self.path)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ GoogleTest suite (plain, then under ASan+UBSan), ruff, and pytest.
+# Runs every test: the C++ GoogleTest suite (plain, then under ASan+UBSan), ruff, the import
+# layers (lint-imports), mypy, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -22,6 +23,12 @@ scripts/fuzz.sh 10
 
 echo "== ruff (lint and complexity, pyproject.toml's [tool.ruff])"
 .venv/bin/ruff check .
+
+echo "== layers: imports run down the folders (pyproject.toml's [tool.importlinter])"
+.venv/bin/lint-imports --no-cache
+
+echo "== mypy (pyproject.toml's [tool.mypy]; the compiled core's stub comes from the build)"
+.venv/bin/python scripts/typecheck.py
 
 echo "== Python tests"
 export CCGYM_BIN_DIR="$PWD/build/tests"

@@ -24,8 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
+from ccgym.analysis.evaluate import evaluate, validate_schemes
+from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
+from ccgym.train.config import (describe_config, load_config, load_packaged_config,
+                                resolve_validation_links, with_overrides)
 from ccgym.train.run_folder import RunFolder
 
 DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
@@ -42,8 +46,6 @@ def packaged_config_names() -> list[str]:
 
 def load_named_config(argument: str) -> Any:
     """The config a CONFIG argument names: a TOML file, or a packaged config ("cellular")."""
-    from ccgym.train.config import load_config, load_packaged_config
-
     path = Path(argument).expanduser()
     if path.is_file() or path.suffix == ".toml" or len(path.parts) > 1:
         return load_config(path)  # a missing file: the error names it
@@ -99,10 +101,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
     """The trained policy beside the baselines and the oracle on the validation links."""
-    from ccgym.analysis.evaluate import evaluate, validate_schemes
-    from ccgym.analysis.leaderboard import format_leaderboard
-    from ccgym.train.config import resolve_validation_links
-
     links, _ = resolve_validation_links(config)
     schemes = [f"lstm:{folder.path}"]
     if config.eval.oracle:
@@ -118,8 +116,6 @@ def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccgym.train.config import describe_config, with_overrides
-
     if args.describe_config:
         print(describe_config(), end="")
         return 0

@@ -15,15 +15,19 @@ link sets. Relative trace paths in specs are relative to the config file.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import textwrap
 import tomllib
 import typing
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ccgym.config_fields import broken_rule, is_real
+from ccgym.emulators.links import data_dir, needs_shared_data, rebase_entry, resolve_entries
+from ccgym.emulators.variants import Variation, vary_links
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key
 from ccgym.train.registry import TRAINERS
@@ -113,8 +117,6 @@ def load_config(path: str | os.PathLike) -> TrainConfig:
 
 def load_packaged_config(name: str) -> TrainConfig:
     """A config shipped in ccgym/configs/train (e.g. "quick")."""
-    from importlib import resources
-
     resource = resources.files("ccgym.configs") / "train" / f"{name}.toml"
     with resources.as_file(resource) as path:
         if not path.is_file():
@@ -149,8 +151,6 @@ def validate(config: TrainConfig, source: str) -> None:
     if any(not s.strip() for s in config.eval.baselines):
         raise bad("eval.baselines", "has an empty scheme name")
     try:
-        from ccgym.emulators.variants import Variation
-
         Variation(tuple(links.vary_delay_ms), tuple(links.vary_queue_bdp), tuple(links.vary_ack))
     except ValueError as e:
         key, _, message = str(e).partition(": ")
@@ -160,8 +160,6 @@ def validate(config: TrainConfig, source: str) -> None:
 # ---------------------------------------------------------------- links
 
 def _absolute_entries(entries: LinkEntries, base: Path) -> LinkEntries:
-    from ccgym.emulators.links import rebase_entry
-
     if isinstance(entries, str):
         return rebase_entry(entries, base) if entries else entries
     return [rebase_entry(e, base) for e in entries]
@@ -184,8 +182,6 @@ def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
     """The Link objects (ccgym.emulators.links.Link) a [links] entry names. Links given as
     spec strings form a group named after the entry (e.g. "validation"); a link set's links
     keep the set's group."""
-    from ccgym.emulators.links import resolve_entries
-
     try:
         links = resolve_entries(entries, group=what)
     except UserError as e:
@@ -199,8 +195,6 @@ def _with_fallback(entries: LinkEntries, fallback: LinkEntries,
                    what: str) -> tuple[list[Any], str | None]:
     """The links of `entries`, or of `fallback` (with a note saying so) when `entries` need
     the shared recorded data and it is absent."""
-    from ccgym.emulators.links import data_dir, needs_shared_data
-
     data = data_dir()
     data_missing = data is None or not data.is_dir()
     if fallback and data_missing and needs_shared_data(entries):
@@ -218,8 +212,6 @@ def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None
 def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     """The training links, each crossed with the [links] vary_* values, and a note when the
     fallback replaced them (data absent)."""
-    from ccgym.emulators.variants import Variation, vary_links
-
     links, note = _with_fallback(config.links.train, config.links.train_fallback, "train")
     variation = Variation(tuple(config.links.vary_delay_ms), tuple(config.links.vary_queue_bdp),
                           tuple(config.links.vary_ack))
@@ -239,8 +231,6 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         # JSON string escapes are valid TOML basic-string escapes for what configs hold.
-        import json
-
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"

@@ -31,6 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.vector import VecLinkEnv
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
@@ -91,8 +93,6 @@ class RolloutResult:
 
 def run_rollout(task: RolloutTask) -> RolloutResult:
     """Rolls out one batch of episodes; runs in a Ray worker or in-process."""
-    from ccgym.envs.vector import VecLinkEnv
-
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
     env = VecLinkEnv(task.num_envs, task.env_config, task.threads)
@@ -148,8 +148,6 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
 def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
     """The iteration's rollouts, split into tasks of at most num_envs episodes."""
-    from ccgym.envs.link_env import EnvConfig
-
     d = config.dagger
     per_task = config.run.num_envs
     count = d.rollouts_per_iteration

@@ -6,6 +6,7 @@ its function needs, so it runs the same in-process, in a local Ray worker or on 
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -30,8 +31,6 @@ _AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
 def _start_local_ray(workers: int) -> None:
     """A private Ray instance on this machine, reachable from it only."""
-    import logging
-
     import ray
     from ray._private import ray_constants
 
@@ -60,8 +59,6 @@ def _token_auth_quietly() -> None:
 def _join_cluster(address: str) -> None:
     """Joins the cluster at HOST:PORT (its head's GCS port) or "auto"; UserError within seconds
     when nothing answers there or it refuses this driver."""
-    import logging
-
     import ray
 
     check_address(address)
@@ -104,7 +101,7 @@ def _use_cluster_token() -> None:
             or (Path.home() / ".ray" / "auth_token").is_file()):
         return
     os.environ[_AUTH_MODE_ENV] = "token"
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # private, untyped
 
     Config.initialize("")  # ray is imported already: re-read the environment
 

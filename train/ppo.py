@@ -32,12 +32,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.vector import AutoresetMode
 
+from ccgym.emulators import _core
+from ccgym.envs import LINK_ENV_ID
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
+from ccgym.policies.policy_path import resolve_policy_path
 from ccgym.train.config import TrainConfig
 from ccgym.train.pool import RolloutPool
-from ccgym.train.run_folder import resolve_policy_path
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
 # Seeds of an iteration's sampling (per env runner) and learning, derived from (seed,
@@ -60,8 +63,6 @@ def stream_seed(*parts: int) -> int:
 
 def env_config(config: TrainConfig, train_specs: list[str]) -> dict[str, Any]:
     """Keyword arguments of VecLinkEnv (through gymnasium.make_vec) inside each env runner."""
-    from gymnasium.vector import AutoresetMode
-
     ppo = config.ppo
     return {
         "config": {"links": list(train_specs), "episode_ms": config.run.episode_ms,
@@ -95,7 +96,6 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ccgym.envs import LINK_ENV_ID
     from ccgym.train.ppo_module import LstmActorCritic
     from ccgym.train.ppo_runner import BatchedEnvRunner
 
@@ -130,8 +130,6 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
 
 
 def _step_ms() -> float:
-    from ccgym.emulators import _core
-
     return float(_core.STEP_MS)
 
 

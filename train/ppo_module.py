@@ -18,8 +18,9 @@ every copy of the module, on the learner and on each env runner, is built from i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import gymnasium
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
@@ -37,11 +38,15 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
     """LstmPolicy (the actor) and a linear value head on its LSTM output."""
 
     def setup(self) -> None:
-        hidden = int(self.model_config["hidden_size"])
-        self.policy = LstmPolicy(hidden_size=hidden, obs_dim=int(self.observation_space.shape[0]),
-                                 num_actions=int(self.action_space.n),
-                                 head=str(self.model_config.get("head", "classes")))
-        init = self.model_config.get("init_policy")
+        # RLlib types these broadly; ccgym's module is built with a dict, a Box and a Discrete.
+        model_config = cast(dict[str, Any], self.model_config)
+        observation_space = cast(gymnasium.spaces.Box, self.observation_space)
+        action_space = cast(gymnasium.spaces.Discrete, self.action_space)
+        hidden = int(model_config["hidden_size"])
+        self.policy = LstmPolicy(hidden_size=hidden, obs_dim=int(observation_space.shape[0]),
+                                 num_actions=int(action_space.n),
+                                 head=str(model_config.get("head", "classes")))
+        init = model_config.get("init_policy")
         if init is not None:
             start = LstmPolicy.from_file_dict(init, where="init_from")
             if (start.hidden_size, start.obs_dim, start.num_actions, start.head_kind) != (
@@ -53,7 +58,7 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
                     f"actions {self.policy.num_actions}, head {self.policy.head_kind})")
             self.policy.load_state_dict(start.state_dict())
         self.value_head = nn.Linear(hidden, 1)
-        self.temperature = (float(self.model_config.get("temperature", 1.0))
+        self.temperature = (float(model_config.get("temperature", 1.0))
                             if self.policy.head_kind == "log_change" else 1.0)
 
     def get_initial_state(self) -> dict[str, np.ndarray]:

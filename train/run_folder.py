@@ -1,7 +1,9 @@
 """A training run's folder, runs/<name>__<seed>__<YYYYmmdd-HHMMSS>/, and what it holds.
 
-The one module that knows the layout (CleanRL's): every trainer, `ccgym train`, `ccgym export`
-and `lstm:RUN_DIR` schemes find the files through it.
+The one module that knows the layout (CleanRL's): every trainer, `ccgym train` and
+`ccgym report` find the files through it. Only the policy's name is kept below the trainer, in
+policies/policy_path.py, where `lstm:RUN_DIR`, `ccgym export RUN_DIR` and `ccgym run` resolve a
+run folder to its policy.
 
     config.toml      the resolved config (`--resume` reads it back)
     checkpoint.pt    the trainer's state after its last finished iteration (written atomically)
@@ -9,7 +11,7 @@ and `lstm:RUN_DIR` schemes find the files through it.
     leaderboard.txt  the final table on the validation links
     events.out.*     TensorBoard events (`tensorboard --logdir runs`)
 
-Imports stay light (no torch): `ccgym eval` resolves `lstm:` arguments through here.
+Imports stay light (no torch): `ccgym report` reads run folders through here.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import Any
 
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
+from ccgym.policies.policy_path import POLICY_FILE
+from ccgym.train.config import load_config, to_toml
 
 CONFIG_FILE = "config.toml"
 CHECKPOINT_FILE = "checkpoint.pt"
-POLICY_FILE = "policy.pt"
 LEADERBOARD_FILE = "leaderboard.txt"
 
 
@@ -81,15 +84,11 @@ class RunFolder:
                             f"(from its config: ccgym train {self.config})")
 
     def write_config(self, config: Any) -> None:
-        from ccgym.train.config import to_toml
-
         atomic_write_text(self.config, to_toml(
             config, header="Resolved training config (defaults filled in); "
                            "`ccgym train --resume` reads it."))
 
     def load_config(self) -> Any:
-        from ccgym.train.config import load_config
-
         return load_config(self.config)
 
     def events_writer(self, purge_step: int) -> Any:
@@ -106,32 +105,3 @@ def hyperparameter_table(config: Any) -> str:
     for key, value in config.flat().items():
         lines.append(f"| {key} | {value} |")
     return "\n".join(lines)
-
-
-def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
-    """A run folder -> its policy.pt; a file is taken as is; runs/NAME that is neither -> the
-    newest run of that config holding a policy (runs/NAME__SEED__TIME)."""
-    text = str(argument).strip()
-    if not text:
-        raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
-    path = Path(text).expanduser()
-    if not path.exists():
-        path = newest_run(path) or path
-    if path.is_dir():
-        path = RunFolder(path).policy
-        if not path.is_file():
-            raise UserError(f"{what}{text}: the run folder holds no {POLICY_FILE} yet")
-    elif not path.is_file():
-        raise UserError(f"{what}{text}: no such run folder or policy file")
-    return path
-
-
-def newest_run(prefix: Path) -> Path | None:
-    """The newest of the run folders PREFIX__SEED__TIME that hold a policy (by the time in
-    their names, as RunFolder.create writes it), or None."""
-    if not prefix.name or not prefix.parent.is_dir():
-        return None
-    runs = [p for p in prefix.parent.glob(f"{prefix.name}__*__*") if (p / POLICY_FILE).is_file()]
-    if not runs:
-        return None
-    return max(runs, key=lambda p: (p.name.split("__")[2], p.name))

@@ -1,7 +1,7 @@
 """Validation: the policy's score on held-out links, every iteration, for any trainer.
 
 The figures are those of `ccgym eval` on the same links, seeds and lengths (one scoring code,
-analysis.evaluate), so that a run's eval/ curves and its final leaderboard agree. The reference
+envs/scoring.py), so that a run's eval/ curves and its final leaderboard agree. The reference
 lines (the oracle, the best baseline) are scored once at the start of a run.
 """
 
@@ -13,8 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ccgym.emulators import _core
+from ccgym.emulators.links import Link
+from ccgym.emulators.stepping import Slot, run_stepped
+from ccgym.envs.scoring import (aggregate, check_run_length, link_duration_ms, score_simulation,
+                                simulate_scheme, validate_simulated_schemes)
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
+from ccgym.policies.lstm_scheme import LstmScheme
 from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
 
 
@@ -23,11 +29,6 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
     """The policy on every validation link (runs seeds each) for duration_s, or None: each
     link's default length (a trace once, as ccgym eval runs it). All simulations are stepped
     in lockstep so that inference is one batch; one leaderboard row per link."""
-    from ccgym.analysis.evaluate import Slot, aggregate, link_duration_ms, score_simulation
-    from ccgym.emulators import _core
-    from ccgym.emulators.stepping import run_stepped
-    from ccgym.policies.lstm_scheme import LstmScheme
-
     seeds = [seed + r for r in range(runs)]
     ends = [link_duration_ms(link, duration_s) for link in links]
     runs_of = [(link, s) for link in links for s in seeds]
@@ -64,30 +65,37 @@ def summarize_rows(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def mean_score(links: Sequence[Link], scheme: str, runs: int, seed: int,
+               duration_s: float | None) -> float:
+    """A scheme's mean score over the links, each run as `ccgym eval` runs it."""
+    seeds = [seed + r for r in range(runs)]
+    scores = []
+    for link in links:
+        duration_ms = link_duration_ms(link, duration_s)
+        check_run_length(link, duration_ms, "[eval] validation_length_s")
+        scored = simulate_scheme(link, scheme, seeds, duration_ms)
+        scores.append(aggregate(link, scheme, [r.metrics for r in scored])["score"])
+    return finite_mean(scores)
+
+
 def reference_scores(config: TrainConfig, links: Sequence[Any],
                      warn: Callable[[str], None]) -> dict[str, float]:
     """Mean validation score of the oracle and of the best baseline: reference lines."""
-    from ccgym.analysis.evaluate import evaluate
-
     ev = config.eval
     out: dict[str, float] = {}
     schemes = list(ev.baselines)
     if schemes:
-        rows, _ = evaluate(links, schemes, runs=ev.runs, seed=config.run.seed,
-                           duration_s=ev.validation_length_s, progress=False)
-        by_scheme = {s: finite_mean([r["score"] for r in rows if r["scheme"] == s])
+        by_scheme = {s: mean_score(links, s, ev.runs, config.run.seed, ev.validation_length_s)
                      for s in schemes}
         best = max(by_scheme, key=lambda s: by_scheme[s])
         out["best_baseline_score"] = by_scheme[best]
         warn(f"best baseline on the validation links: {best} ({by_scheme[best]:.3f})")
     if ev.oracle:
         try:
-            rows, _ = evaluate(links, ["oracle"], runs=ev.runs, seed=config.run.seed,
-                               duration_s=ev.validation_length_s, progress=False)
+            out["oracle_score"] = mean_score(links, "oracle", ev.runs, config.run.seed,
+                                             ev.validation_length_s)
         except UserError as e:
             warn(f"no oracle reference: {e}")
-        else:
-            out["oracle_score"] = finite_mean([r["score"] for r in rows if r["scheme"] == "oracle"])
     return out
 
 
@@ -95,11 +103,9 @@ def check_config(config: TrainConfig) -> None:
     """What can only be checked against the build and the files: the baselines exist and the
     links resolve. A misspelt baseline fails now, not after the training it was to be
     compared with."""
-    from ccgym.analysis.evaluate import validate_schemes
-
     for scheme in config.eval.baselines:
         try:
-            validate_schemes([scheme])
+            validate_simulated_schemes([scheme])
         except UserError as e:
             raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
     resolve_link_entries(config.links.train, "train")

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from ccgym.analysis import metrics, plots
-from ccgym.analysis.logs import PacketLog
+from ccgym.analysis import plots
+from ccgym.measure import metrics
+from ccgym.measure.logs import PacketLog
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DURATION_MS = 3000.0

@@ -189,7 +189,7 @@ def test_rows_with_unprintable_values_are_one_clear_error(tmp_path, capsys, row,
 
 
 def test_rows_with_infinite_or_missing_scores_are_reported(tmp_path):
-    # Zero throughput scores -inf and a link that offered nothing NaN (analysis/metrics.py).
+    # Zero throughput scores -inf and a link that offered nothing NaN (measure/metrics.py).
     rows = tmp_path / "rows.json"
     rows.write_text('[{"link": "l", "scheme": "a", "runs": 1, "score": -Infinity},'
                     ' {"link": "l", "scheme": "b", "runs": 1, "score": NaN}]')

@@ -20,7 +20,7 @@ def test_every_verb_has_its_module(verb, capsys):
 def test_a_missing_verb_module_is_an_error_not_a_silent_skip(monkeypatch):
     monkeypatch.setitem(cli.VERBS, "calibrate", ("ccgym.emulators.no_such_module", "gone"))
     with pytest.raises(ImportError, match="ccgym calibrate: its module ccgym.emulators.no_such_module"):
-        cli.build_parser()
+        cli.build_parser("calibrate")
 
 
 def test_version_names_the_installed_distribution(capsys):

@@ -14,7 +14,7 @@ import pytest
 
 from ccgym import cli
 from ccgym.emulators.links import data_dir
-from ccgym.train.run_folder import POLICY_FILE, newest_run
+from ccgym.policies.policy_path import POLICY_FILE, newest_run
 
 EXAMPLE = re.compile(r"^\s+(?:sudo )?(ccgym \S.*)$")
 # Examples that run in seconds from nothing but the packaged configs and the shared data.
@@ -55,8 +55,8 @@ def test_every_verb_has_examples() -> None:
 @pytest.mark.parametrize("verb, text", EXAMPLES, ids=[t for _, t in EXAMPLES])
 def test_an_example_parses(verb: str, text: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # outputs like --json out.json are checked where they go
-    parser, _ = cli.build_parser()
     argv = shlex.split(text)[1:]
+    parser, _ = cli.build_parser(argv[0])  # an example may show another verb
     args = parser.parse_args(argv)  # a bad example exits (SystemExit) here
     assert args.verb == argv[0]
 

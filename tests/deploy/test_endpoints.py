@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.analysis.logs import read_tsv_log
+from ccgym.measure.logs import read_tsv_log
 from ccgym.deploy.harness import find_program
 from ccgym.emulators import _core
 from ccgym.errors import UserError

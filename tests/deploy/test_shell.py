@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.analysis.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
+from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
 from ccgym.deploy.harness import find_program
 from ccgym.deploy.shell import unavailable_reason
 from ccgym.errors import UserError

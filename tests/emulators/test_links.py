@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.emulators import generate, links
+from ccgym.emulators import generate, link_facts, links
 from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 
@@ -292,7 +292,7 @@ def test_find_link_set_by_name_or_path(tmp_path):
 
 def test_statistics_of_one_packet_per_ms():
     times = np.arange(10_000, dtype=np.float64)  # 12 Mbit/s for 10 s
-    s = links.delivery_statistics(times, 10_000, delay_ms=10)
+    s = link_facts.delivery_statistics(times, 10_000, delay_ms=10)
     assert s["mean_mbps"] == pytest.approx(12.0)
     assert s["window_mbps_percentiles"] == pytest.approx({"p5": 12.0, "p50": 12.0, "p95": 12.0})
     assert s["outage_fraction"] == 0
@@ -303,16 +303,16 @@ def test_statistics_of_one_packet_per_ms():
 def test_statistics_count_outage_windows():
     times = np.arange(10_000, dtype=np.float64)
     times = times[(times < 1000) | (times >= 2000)]  # two empty 500 ms windows of 20
-    s = links.delivery_statistics(times, 10_000, delay_ms=0)
+    s = link_facts.delivery_statistics(times, 10_000, delay_ms=0)
     assert s["outage_fraction"] == pytest.approx(2 / 20)
     assert s["window_mbps_percentiles"]["p5"] == 0
 
 
 def test_trace_statistics_follow_mahimahi_periods():
     # mahimahi's README: a trace holding just "1" is one packet per ms, 12 Mbit/s.
-    assert links.trace_statistics(np.array([1]), delay_ms=5)["mean_mbps"] == pytest.approx(12.0)
+    assert link_facts.trace_statistics(np.array([1]), delay_ms=5)["mean_mbps"] == pytest.approx(12.0)
     # Opportunities at 0 and at the period are one per repetition each: 4 per 1000 ms.
-    s = links.trace_statistics(np.array([0, 250, 750, 1000]), delay_ms=5)
+    s = link_facts.trace_statistics(np.array([0, 250, 750, 1000]), delay_ms=5)
     assert s["mean_mbps"] == pytest.approx(4 * 0.012)
     assert s["outage_fraction"] == 0
 
@@ -320,7 +320,7 @@ def test_trace_statistics_follow_mahimahi_periods():
 @needs_data
 def test_trace_statistics_match_the_data_readme():
     stamps = np.loadtxt(SHARED_DATA / "traces/cellular/Verizon-LTE-short.down", dtype=np.int64)
-    s = links.trace_statistics(stamps, delay_ms=20)
+    s = link_facts.trace_statistics(stamps, delay_ms=20)
     assert s["mean_mbps"] == pytest.approx(5.03, abs=0.005)
     assert s["outage_fraction"] == pytest.approx(0.007, abs=0.0005)
 

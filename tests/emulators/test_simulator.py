@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ccgym.analysis.metrics import summarize
+from ccgym.measure.metrics import summarize
 from ccgym.emulators import _core
 
 # 12 Mbit/s carries one 1500-byte packet per ms; 20 ms each way.

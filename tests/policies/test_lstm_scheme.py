@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from ccgym.analysis.evaluate import Slot, run_scheme
+from ccgym.analysis.evaluate import run_scheme
+from ccgym.emulators.stepping import Slot
 from ccgym.emulators import _core
 from ccgym.emulators.links import link_from_spec
 from ccgym.errors import UserError

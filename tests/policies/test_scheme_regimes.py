@@ -4,7 +4,7 @@ regime its design promises?"""
 
 import pytest
 
-from ccgym.analysis.metrics import summarize
+from ccgym.measure.metrics import summarize
 from ccgym.emulators import _core
 from ccgym.policies.schemes import baseline_schemes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.analysis.logs import packet_log_from_acks, packet_log_from_endpoints, read_tsv_log
+from ccgym.measure.logs import packet_log_from_acks, packet_log_from_endpoints, read_tsv_log
 from ccgym.errors import UserError
 
 SENDER_HEADER = "event\tflow\tseq\tbytes\tsend_ms\trecv_ms\tack_ms\twindow"

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ccgym.analysis.logs import PacketLog, as_packet_log
 from ccgym.emulators.link_facts import PACKET_BYTES
+from ccgym.measure.logs import PacketLog, as_packet_log
 
 BYTES_PER_OPPORTUNITY = PACKET_BYTES  # mahimahi's MTU accounting: one trace line carries this much
 BITS_PER_BYTE = 8

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -24,9 +25,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ccgym.emulators import _core
 from ccgym.emulators.link_facts import PACKET_BYTES
 from ccgym.errors import UserError
 from ccgym.interrupts import handlers_kept
+from ccgym.measure.metrics import delay_p95_ms, throughput_mbps
 
 DELIVERIES = ("constant", "poisson")
 # Rows of a `ccgym run --json` file that are not measurements of a scheme on the path.
@@ -127,8 +132,6 @@ def _number(row: dict[str, Any], key: str, where: str) -> float:
 
 
 def _check_scheme(scheme: str, where: str) -> None:
-    from ccgym.emulators import _core
-
     try:
         _core.validate_scheme(scheme)
     except ValueError as e:
@@ -236,11 +239,6 @@ def emulate(params: LinkParams, measured: Sequence[Measured], sim_runs: int = DE
             threads: int = 0) -> list[SchemeFit]:
     """Every measured scheme simulated over the candidate link (seeds 1..sim_runs, each scheme
     for its measured duration), against its measurement."""
-    import numpy as np
-
-    from ccgym.analysis.metrics import delay_p95_ms, throughput_mbps
-    from ccgym.emulators import _core
-
     spec = params.spec()
     seeds = range(1, sim_runs + 1)
     sims = [[_core.Simulator(spec, [(m.scheme, 0.0, -1.0)], seed) for seed in seeds]
@@ -456,8 +454,6 @@ def ray_evaluators(address: str, sim_runs: int = DEFAULT_SIM_RUNS
                    ) -> Iterator[tuple[int, Callable[[Sequence[Measured]], Evaluator]]]:
     """Candidates scored as Ray tasks on the cluster at `address`: (how many to score at once,
     a factory of evaluators for a set of measurements). Disconnects when the block ends."""
-    import logging
-
     import ray
 
     with handlers_kept():

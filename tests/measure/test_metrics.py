@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.analysis import metrics
-from ccgym.analysis.logs import PacketLog
+from ccgym.measure import metrics
+from ccgym.measure.logs import PacketLog
 from ccgym.errors import UserError
 
 PACKET_BYTES = 1500

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ccgym.cli import main
-from ccgym.emulators import calibrate as cal
+from ccgym.measure import calibrate as cal
 
 # A known link, and runs short enough to simulate many times per second.
 TRUE = cal.LinkParams(rate_mbps=10.0, delay_ms=25.0, queue_packets=40, loss=0.005,
@@ -37,7 +37,7 @@ def rows_for(link: str, scheme: str, tput: float, delay: float, **extra) -> list
 def measured_files(tmp_path_factory) -> list[Path]:
     """Each scheme simulated over TRUE, the mean of seeds 1-4 (the fit simulates only 1 and 2,
     so even the true link does not score zero), one file each."""
-    from ccgym.analysis.metrics import loss_rate
+    from ccgym.measure.metrics import loss_rate
     from ccgym.emulators import _core
 
     folder = tmp_path_factory.mktemp("measured")

@@ -1,0 +1,44 @@
+"""Where a trained policy is: a run folder's policy.pt, or a policy file given as is.
+
+Here, below the trainer that writes run folders, because every layer that loads a policy
+(`lstm:` schemes, `ccgym export`, `ccgym run`) resolves its argument the same way. Imports stay
+light (no torch): `ccgym eval` resolves `lstm:` arguments through here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ccgym.errors import UserError
+
+POLICY_FILE = "policy.pt"  # in a run folder (train/run_folder.py): the best policy so far
+
+
+def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
+    """A run folder -> its policy.pt; a file is taken as is; runs/NAME that is neither -> the
+    newest run of that config holding a policy (runs/NAME__SEED__TIME)."""
+    text = str(argument).strip()
+    if not text:
+        raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
+    path = Path(text).expanduser()
+    if not path.exists():
+        path = newest_run(path) or path
+    if path.is_dir():
+        path = path / POLICY_FILE
+        if not path.is_file():
+            raise UserError(f"{what}{text}: the run folder holds no {POLICY_FILE} yet")
+    elif not path.is_file():
+        raise UserError(f"{what}{text}: no such run folder or policy file")
+    return path
+
+
+def newest_run(prefix: Path) -> Path | None:
+    """The newest of the run folders PREFIX__SEED__TIME that hold a policy (by the time in
+    their names, as train/run_folder.py's RunFolder.create writes it), or None."""
+    if not prefix.name or not prefix.parent.is_dir():
+        return None
+    runs = [p for p in prefix.parent.glob(f"{prefix.name}__*__*") if (p / POLICY_FILE).is_file()]
+    if not runs:
+        return None
+    return max(runs, key=lambda p: (p.name.split("__")[2], p.name))
