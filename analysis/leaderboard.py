@@ -107,6 +107,9 @@ def _scheme_cell(row: Row) -> str:
         notes.append(f"{runs} run" if runs == 1 else f"{runs} runs")
     if len(row.get("flows") or []) > 1 and _number(row.get("jain_index")) is not None:
         notes.append(f"Jain {float(row['jain_index']):.3f}")
+    if _number(row.get("harm_throughput")) is not None:
+        notes.append(f"harm to cubic: throughput {float(row['harm_throughput']) * PERCENT:.0f}%, "
+                     f"delay {float(row.get('harm_delay') or 0.0) * PERCENT:.0f}%")
     return f"{row['scheme']} ({', '.join(notes)})" if notes else str(row["scheme"])
 
 
@@ -114,7 +117,8 @@ def _flow_cells(flow: Row) -> list[str]:
     """A flow's sub-row: its share in the scheme column; blank where a flow has no value."""
     share = _number(flow.get("share"))
     share_text = MISSING if share is None else f"{share * PERCENT:.1f}%"
-    label = f"{FLOW_INDENT}flow {flow['flow']} ({share_text} of bytes)"
+    scheme = f" {flow['scheme']}" if flow.get("scheme") else ""
+    label = f"{FLOW_INDENT}flow {flow['flow']}{scheme} ({share_text} of bytes)"
     return [label] + [cell(flow) if key in flow else "" for _, key, cell in COLUMNS]
 
 
@@ -124,6 +128,10 @@ def _notes(rows: Sequence[Row]) -> list[str]:
     if any(len(r.get("flows") or []) > 1 for r in rows):
         notes.append("flow rows: Mbit/s and delays over each flow's own time (from its first "
                      "send); the share is of the bytes delivered in the run")
+    if any(r.get("against") for r in rows):
+        notes.append("beside competitors (--against): a scheme's Mbit/s, delays and score are "
+                     "its own flow's, util % is the link's (all flows); harm to cubic is against "
+                     "what a second cubic flow does (0% = no more harm than cubic)")
     if any(_same_runs(r) for r in rows):
         notes.append(f"{SAME_RUNS_MARK} every run gave the same score: nothing in this link and "
                      "scheme is random, so more --runs repeat one run")
