@@ -70,7 +70,7 @@ def parse_against(text: str, flag: str = "--against") -> list[str]:
         raise UserError(f"{flag} {text!r}: an empty item; e.g. {flag} cubic or {flag} cubic,bbr")
     for scheme in competitors:
         prefix = scheme.partition(":")[0]
-        if prefix in STEPPED_SCHEMES or prefix == "kernel":
+        if prefix in STEPPED_SCHEMES or prefix in ("kernel", EXTERNAL):
             raise UserError(f"{flag} {scheme}: a competitor must be a classic scheme (it runs "
                             "in C++ beside the evaluated one); kernel TCP competes in real "
                             "time: ccgym run --against kernel:cubic")

@@ -280,6 +280,8 @@ def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
         raise UserError(f"{where}: {COMPETITORS_KEY} must be a list of scheme names, "
                         f'e.g. ["cubic"], got {value!r}')
     for scheme in value:
+        if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
+            raise UserError(f"{where}: {COMPETITORS_KEY}: {scheme!r} is not a classic scheme")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:
