@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flows", type=flags.count(1, MAX_FLOWS), default=1,
                         help="flows of each scheme sharing the bottleneck")
     parser.add_argument("--interval-s", type=flags.nonnegative_s, default=0.0,
-                        help="seconds between flow starts; every flow must start before the run ends")
+                        help="seconds between flow starts (of --flows, or beside competitors); "
+                             "every flow must start before the run ends")
     parser.add_argument("--against", metavar="SCHEME[,SCHEME...]",
                         help="classic schemes whose flows share the bottleneck with each "
                              "evaluated scheme (one may repeat: cubic,cubic); overrides a link "

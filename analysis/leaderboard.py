@@ -3,7 +3,8 @@ over several links a summary of each scheme's means.
 
 A row is a dict with `link`, `scheme` and the keys of Metrics.to_dict()
 (throughput_mbps, delay_p95_ms, e2e_delay_p95_ms, score, utilization, loss,
-and flows / jain_index for several flows), optionally `runs` (how many runs
+and flows / jain_index for several flows, each flow with its scheme when schemes share
+a link, and harm_throughput / harm_delay beside cubic: analysis/coexist.py), optionally `runs` (how many runs
 were averaged) and `score_std` (their standard deviation). Missing, None and
 NaN values print as "-".
 """
@@ -25,7 +26,8 @@ COLUMN_GAP = "  "
 Row = Mapping[str, Any]
 # The keys a row's cells, notes and summary read as numbers.
 NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "score_std",
-               "utilization", "loss", "jain_index", "share", "duration_s")
+               "utilization", "loss", "jain_index", "share", "duration_s", "harm_throughput",
+               "harm_delay")
 
 
 def row_problem(row: Row) -> str | None:
