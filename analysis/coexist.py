@@ -98,7 +98,14 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
         stepped = factory()
         slots = [Slot(sim, lineup.evaluated, link, seed) for sim, seed in zip(sims, seeds)]
         stepped.reset(slots)
-        run_stepped(sims, [duration_ms] * len(sims), lambda _: stepped.decide(slots))
+        start_ms = lineup.evaluated * interval_ms
+
+        def decide(now_ms: float) -> None:
+            # A policy's episode begins with its flow: no decisions on a flow not yet started.
+            if now_ms >= start_ms:
+                stepped.decide(slots)
+
+        run_stepped(sims, [duration_ms] * len(sims), decide)
     runs = []
     names = lineup.with_evaluated(scheme).schemes
     for sim, seed in zip(sims, seeds):
