@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -60,13 +61,17 @@ def compare(link: Link, pair: tuple[str, str], duration_s: float, seed: int) -> 
         start = time.perf_counter()
         real = run_emulated(link.spec, list(pair), duration_s, seed, Path(tmp))
         wall_s = time.perf_counter() - start
+    # Real time suffers from a loaded machine (the relay and the senders wake late): the
+    # load over the last minute, at the run's end, says how loaded.
+    load = os.getloadavg()[0]
     real_shares, real_jain = shares(real.log, real.opportunities_ms, real.duration_ms)
     difference = share_difference(pair, sim_shares, real_shares)
     return {"link": link.name, "pair": " vs ".join(pair),
             "virtual_shares": sim_shares, "real_shares": real_shares,
             "share_difference": difference, "within_goal": difference <= SHARE_GOAL,
             "by_flow_difference": max(abs(a - b) for a, b in zip(sim_shares, real_shares)),
-            "virtual_jain": sim_jain, "real_jain": real_jain, "real_wall_s": wall_s}
+            "virtual_jain": sim_jain, "real_jain": real_jain, "real_wall_s": wall_s,
+            "load_average_1min": load, "cores": os.cpu_count()}
 
 
 def main() -> None:
