@@ -82,15 +82,20 @@ def parse_against(text: str, flag: str = "--against") -> list[str]:
 
 
 def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
-               duration_ms: float, interval_ms: float) -> list[Run]:
+               duration_ms: float, interval_ms: float,
+               starts_ms: Sequence[float] | None = None) -> list[Run]:
     """The lineup on one link once per seed, `scheme` in the evaluated flow (a learned policy
-    or the oracle steps it from Python); runs scored with the evaluated flow's figures."""
+    or the oracle steps it from Python); runs scored with the evaluated flow's figures.
+    Flow i starts at i * interval_ms, or at starts_ms[i] when given (a real run's starts)."""
     from ccgym.emulators import _core
     from ccgym.emulators.stepping import run_stepped
 
     factory = stepped_scheme_factory(scheme)
-    specs = [(EXTERNAL if factory and i == lineup.evaluated else name, i * interval_ms, -1.0)
-             for i, name in enumerate(lineup.with_evaluated(scheme).schemes)]
+    names = lineup.with_evaluated(scheme).schemes
+    starts = list(starts_ms) if starts_ms is not None else [i * interval_ms
+                                                            for i in range(len(names))]
+    specs = [(EXTERNAL if factory and i == lineup.evaluated else name, starts[i], -1.0)
+             for i, name in enumerate(names)]
     sims = [_core.Simulator(link.spec, specs, seed) for seed in seeds]
     if factory is None:
         _core.run_all_until(sims, duration_ms, 0)
@@ -98,7 +103,7 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
         stepped = factory()
         slots = [Slot(sim, lineup.evaluated, link, seed) for sim, seed in zip(sims, seeds)]
         stepped.reset(slots)
-        start_ms = lineup.evaluated * interval_ms
+        start_ms = starts[lineup.evaluated]
 
         def decide(now_ms: float) -> None:
             # A policy's episode begins with its flow: no decisions on a flow not yet started.
@@ -107,12 +112,20 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
 
         run_stepped(sims, [duration_ms] * len(sims), decide)
     runs = []
-    names = lineup.with_evaluated(scheme).schemes
     for sim, seed in zip(sims, seeds):
         metrics, log, opportunities = score_simulation(sim, duration_ms)
         runs.append(Run(link, scheme, seed, duration_ms, evaluated_view(metrics, lineup.evaluated),
                         log, opportunities, flow_schemes=names))
     return runs
+
+
+def flow_starts_ms(log: Any) -> list[float]:
+    """Each flow's first send, from the earliest (ms), by flow id: where a real run's flows
+    started, for its simulated twin (real senders start as fast as the machine lets them)."""
+    flows = np.asarray(log["flow"])
+    sends = np.asarray(log["send_ms"])
+    firsts = [float(np.min(sends[flows == f])) for f in np.unique(flows)]
+    return [first - min(firsts) for first in firsts]
 
 
 def _flow(metrics: Metrics, flow: int) -> dict[str, float]:

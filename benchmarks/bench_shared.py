@@ -1,6 +1,8 @@
 """Virtual time against real time on shared bottlenecks: each pair of schemes in the simulator
 beside the same pair in real time (two ccgym-senders through the relay on loopback, as
-`ccgym run --scheme A --against B` runs them), flows started together.
+`ccgym run --scheme A --against B` runs them). The senders are started together; the
+simulated flows start when the real ones did (the second sender starts a few ms later, more
+on a loaded machine).
 
 For each link and pair: each flow's share of the bytes in both clocks, the largest difference
 (goal: within SHARE_GOAL, absolute, over 30 s runs) and Jain's index. Flows of one scheme are
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ccgym.analysis.coexist import make_lineup, run_lineup
+from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
 from ccgym.analysis.metrics import summarize
 from ccgym.deploy.harness import run_emulated
 from ccgym.emulators.links import Link, resolve_links
@@ -54,9 +56,6 @@ def share_difference(schemes: Sequence[str], virtual: Sequence[float],
 def compare(link: Link, pair: tuple[str, str], duration_s: float, seed: int) -> dict[str, Any]:
     """One pair on one link in both clocks: shares, their largest difference, Jain's index."""
     duration_ms = duration_s * 1000.0
-    lineup = make_lineup(pair[0], [pair[1]], first="scheme")
-    sim = run_lineup(link, pair[0], lineup, [seed], duration_ms, 0.0)[0]
-    sim_shares, sim_jain = shares(sim.log, sim.opportunities_ms, duration_ms)
     with tempfile.TemporaryDirectory(prefix="bench-shared-") as tmp:
         start = time.perf_counter()
         real = run_emulated(link.spec, list(pair), duration_s, seed, Path(tmp))
@@ -64,6 +63,12 @@ def compare(link: Link, pair: tuple[str, str], duration_s: float, seed: int) -> 
     # Real time suffers from a loaded machine (the relay and the senders wake late): the
     # load over the last minute, at the run's end, says how loaded.
     load = os.getloadavg()[0]
+    # The second sender starts when the machine lets it (ms later, seconds on a loaded one):
+    # the simulated twin starts its flows as the real ones started.
+    starts = flow_starts_ms(real.log.columns())
+    lineup = make_lineup(pair[0], [pair[1]], first="scheme")
+    sim = run_lineup(link, pair[0], lineup, [seed], duration_ms, 0.0, starts_ms=starts)[0]
+    sim_shares, sim_jain = shares(sim.log, sim.opportunities_ms, duration_ms)
     real_shares, real_jain = shares(real.log, real.opportunities_ms, real.duration_ms)
     difference = share_difference(pair, sim_shares, real_shares)
     return {"link": link.name, "pair": " vs ".join(pair),
@@ -71,7 +76,7 @@ def compare(link: Link, pair: tuple[str, str], duration_s: float, seed: int) -> 
             "share_difference": difference, "within_goal": difference <= SHARE_GOAL,
             "by_flow_difference": max(abs(a - b) for a, b in zip(sim_shares, real_shares)),
             "virtual_jain": sim_jain, "real_jain": real_jain, "real_wall_s": wall_s,
-            "load_average_1min": load, "cores": os.cpu_count()}
+            "load_average_1min": load, "cores": os.cpu_count(), "real_starts_ms": starts}
 
 
 def main() -> None:

@@ -216,7 +216,7 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
         if simulated[0] is None or (simulated[1] or "lstm:").startswith("lstm:"):
             raise UserError("--simulate with --against: the simulator runs a learned policy "
                             "only as --scheme, from its PyTorch file (lstm:RUN_DIR or lstm:FILE.pt)")
-        sim_row, sim_run = _simulated_pair(link, names, simulated[0], args.seed, real.duration_ms)
+        sim_row, sim_run = _simulated_pair(link, names, simulated[0], args.seed, real)
         rows.append(sim_row)
         runs.append(sim_run)
     _report(args, link, real, rows, runs)
@@ -224,15 +224,18 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
 
 
 def _simulated_pair(link, names: list[str], scheme: str, seed: int,
-                    duration_ms: float) -> tuple[dict[str, Any], Any]:
-    """The same two flows in the simulator, started together: the real run's twin, scored
-    as the real run is (all flows on top)."""
-    from ccgym.analysis.coexist import make_lineup, run_lineup
+                    real: Any) -> tuple[dict[str, Any], Any]:
+    """The same two flows in the simulator, each started when its real sender started (the
+    second starts when the machine lets it): the real run's twin, scored as the real run is
+    (all flows on top)."""
+    from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
 
     lineup = make_lineup(scheme, [names[1]], first="scheme")
-    sim = run_lineup(link, scheme, lineup, [seed], duration_ms, 0.0)[0]
+    starts = flow_starts_ms(real.log.columns())
+    sim = run_lineup(link, scheme, lineup, [seed], real.duration_ms, 0.0, starts_ms=starts)[0]
     row, run = _real_row(link, names, sim, mode="simulated", clock="virtual", seed=seed,
                          label=f"{' vs '.join(names)} (simulated)")
+    row["starts_ms"] = starts
     return row, run
 
 
