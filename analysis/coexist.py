@@ -82,18 +82,16 @@ def parse_against(text: str, flag: str = "--against") -> list[str]:
 
 
 def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
-               duration_ms: float, interval_ms: float,
-               starts_ms: Sequence[float] | None = None) -> list[Run]:
+               duration_ms: float, interval_ms: float) -> list[Run]:
     """The lineup on one link once per seed, `scheme` in the evaluated flow (a learned policy
-    or the oracle steps it from Python); runs scored with the evaluated flow's figures.
-    Flow i starts at i * interval_ms, or at starts_ms[i] when given (a real run's starts)."""
+    or the oracle steps it from Python), flow i starting at i * interval_ms; runs scored with
+    the evaluated flow's figures."""
     from ccgym.emulators import _core
     from ccgym.emulators.stepping import run_stepped
 
     factory = stepped_scheme_factory(scheme)
     names = lineup.with_evaluated(scheme).schemes
-    starts = list(starts_ms) if starts_ms is not None else [i * interval_ms
-                                                            for i in range(len(names))]
+    starts = [i * interval_ms for i in range(len(names))]
     specs = [(EXTERNAL if factory and i == lineup.evaluated else name, starts[i], -1.0)
              for i, name in enumerate(names)]
     sims = [_core.Simulator(link.spec, specs, seed) for seed in seeds]
@@ -121,7 +119,8 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
 
 def flow_starts_ms(log: Any) -> list[float]:
     """Each flow's first send, from the earliest (ms), by flow id: where a real run's flows
-    started, for its simulated twin (real senders start as fast as the machine lets them)."""
+    started (senders started together begin as fast as the machine lets them: ms apart, a few
+    hundred ms on a loaded machine)."""
     flows = np.asarray(log["flow"])
     sends = np.asarray(log["send_ms"])
     firsts = [float(np.min(sends[flows == f])) for f in np.unique(flows)]

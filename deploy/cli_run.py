@@ -196,6 +196,7 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
 def _run_against_relay(args: argparse.Namespace, link) -> int:
     """`ccgym run --against` with ccgym schemes: one sender per flow through the relay, both
     started together; --simulate adds the same pair in the simulator."""
+    from ccgym.analysis.coexist import flow_starts_ms
     from ccgym.deploy.harness import resolve_scheme, run_emulated
 
     names = [args.scheme, args.against]
@@ -210,13 +211,16 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
         real = run_emulated(link.spec, [s.sender for s in resolved], args.duration_s, args.seed,
                             workdir, progress=not args.no_progress)
     row, run = _real_row(link, names, real, mode="real-time", clock=real.clock, seed=args.seed)
+    # The senders start together as fast as the machine lets them: where they did start.
+    row["starts_ms"] = flow_starts_ms(real.log.columns())
     rows, runs = [row], [run]
     if args.simulate:
         simulated = [s.simulator for s in resolved]
         if simulated[0] is None or (simulated[1] or "lstm:").startswith("lstm:"):
             raise UserError("--simulate with --against: the simulator runs a learned policy "
                             "only as --scheme, from its PyTorch file (lstm:RUN_DIR or lstm:FILE.pt)")
-        sim_row, sim_run = _simulated_pair(link, names, simulated[0], args.seed, real)
+        sim_row, sim_run = _simulated_pair(link, names, simulated[0], args.seed,
+                                           real.duration_ms)
         rows.append(sim_row)
         runs.append(sim_run)
     _report(args, link, real, rows, runs)
@@ -224,19 +228,15 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
 
 
 def _simulated_pair(link, names: list[str], scheme: str, seed: int,
-                    real: Any) -> tuple[dict[str, Any], Any]:
-    """The same two flows in the simulator, each started when its real sender started (the
-    second starts when the machine lets it): the real run's twin, scored as the real run is
-    (all flows on top)."""
-    from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
+                    duration_ms: float) -> tuple[dict[str, Any], Any]:
+    """The same two flows in the simulator, started together as the real senders were asked
+    to: the real run's twin, scored as the real run is (all flows on top)."""
+    from ccgym.analysis.coexist import make_lineup, run_lineup
 
     lineup = make_lineup(scheme, [names[1]], first="scheme")
-    starts = flow_starts_ms(real.log.columns())
-    sim = run_lineup(link, scheme, lineup, [seed], real.duration_ms, 0.0, starts_ms=starts)[0]
-    row, run = _real_row(link, names, sim, mode="simulated", clock="virtual", seed=seed,
-                         label=f"{' vs '.join(names)} (simulated)")
-    row["starts_ms"] = starts
-    return row, run
+    sim = run_lineup(link, scheme, lineup, [seed], duration_ms, 0.0)[0]
+    return _real_row(link, names, sim, mode="simulated", clock="virtual", seed=seed,
+                     label=f"{' vs '.join(names)} (simulated)")
 
 
 def _real_row(link, names: list[str], real: Any, mode: str, clock: str, seed: int,

@@ -45,7 +45,7 @@ def shares(row: dict) -> list[float]:
 def assert_shares_close(real: list[float], simulated: list[float], starts: list[float]) -> None:
     for got, expected in zip(real, simulated):
         assert abs(got - expected) <= SHARE_BOUND, \
-            f"shares: real {real}, simulated {simulated} (flows starting at {starts} ms)"
+            f"shares: real {real}, simulated {simulated} (real flows started at {starts} ms)"
 
 
 def test_vegas_beside_cubic_shares_as_in_the_simulator(tmp_path: Path) -> None:
@@ -54,9 +54,8 @@ def test_vegas_beside_cubic_shares_as_in_the_simulator(tmp_path: Path) -> None:
     assert [f["scheme"] for f in real["flows"]] == ["vegas", "cubic"]
     assert sum(shares(real)) == pytest.approx(1, abs=1e-6)
     # Vegas backs off from the queue cubic builds: a small share in both clocks.
-    # The simulated flows start when the real senders did.
-    assert simulated["starts_ms"][0] == 0 and simulated["starts_ms"][1] >= 0
-    assert_shares_close(shares(real), shares(simulated), simulated["starts_ms"])
+    assert min(real["starts_ms"]) == 0 and len(real["starts_ms"]) == 2
+    assert_shares_close(shares(real), shares(simulated), real["starts_ms"])
     assert shares(real)[0] < 0.3
     for name in ("sender.tsv", "sender1.tsv", "receiver.tsv"):
         assert (tmp_path / name).stat().st_size > 0
@@ -66,7 +65,7 @@ def test_cubic_beside_cubic_shares_as_in_the_simulator(tmp_path: Path) -> None:
     real, simulated = run_pair(tmp_path, "cubic", "cubic")
     # Two cubic flows that start together are interchangeable: which one gets ahead is
     # settled by timing below a millisecond, so shares are compared largest with largest.
-    assert_shares_close(sorted(shares(real)), sorted(shares(simulated)), simulated["starts_ms"])
+    assert_shares_close(sorted(shares(real)), sorted(shares(simulated)), real["starts_ms"])
 
 
 def test_against_needs_an_emulated_link(capsys) -> None:
