@@ -2,7 +2,10 @@
 loopback, beside the same pair in the simulator (--simulate).
 
 Runs are a few seconds, so the bound is looser than the benchmark's 10% over 30 s
-(benchmarks/bench_shared.py), and holds on a loaded machine.
+(benchmarks/bench_shared.py). On a loaded machine the second sender starts late (200-470 ms
+measured at a load of 15 on 2 cores, with two `yes` beside), which gives the first flow a
+head start the simulated twin (flows started together) does not have: the bound leaves room
+for it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ except UserError as e:  # pragma: no cover - depends on the build
 
 SHORT_S = 6.0
 # |share in real time - share in virtual time| of a flow, over SHORT_S.
-SHARE_BOUND = 0.15
+SHARE_BOUND = 0.2
 LINK = "rate_mbps=24,delay_ms=20,queue=droptail:packets=80"
 
 
