@@ -8,6 +8,14 @@ links run 30 s. Examples:
   ccgym eval --link rate_mbps=12,delay_ms=20,queue=droptail:packets=100
   ccgym eval --links indigo-synthetic --schemes cubic,bbr,vegas --runs 3 --json out.json
   ccgym eval --link rate_mbps=24,delay_ms=20 --schemes cubic --flows 3 --interval-s 10
+  ccgym eval --link rate_mbps=24,delay_ms=20,queue=droptail:packets=80 --schemes vegas,bbr \
+      --against cubic --interval-s 5 --first competitors
+  ccgym eval --links shared-bottleneck --schemes lstm:runs/quick,cubic,bbr --runs 3
+
+With --against (or a link set whose links name `competitors`), each scheme shares the
+bottleneck with the competitors' flows: its row gives its own flow's figures, each flow's
+share and Jain's index, and beside cubic the harm it does to that cubic flow against what a
+second cubic flow would do (Ware et al., HotNets 2019).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 
 from ccgym import flags
+from ccgym.analysis.coexist import FIRST_CHOICES, evaluate_shared, parse_against
 from ccgym.analysis.evaluate import evaluate, write_outputs
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators.links import add_link_arguments, input_files, resolve_links
@@ -39,7 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flows", type=flags.count(1, MAX_FLOWS), default=1,
                         help="flows of each scheme sharing the bottleneck")
     parser.add_argument("--interval-s", type=flags.nonnegative_s, default=0.0,
-                        help="seconds between flow starts; every flow must start before the run ends")
+                        help="seconds between flow starts (of --flows, or beside competitors); "
+                             "every flow must start before the run ends")
+    parser.add_argument("--against", metavar="SCHEME[,SCHEME...]",
+                        help="classic schemes whose flows share the bottleneck with each "
+                             "evaluated scheme (one may repeat: cubic,cubic); overrides a link "
+                             "set's competitors")
+    parser.add_argument("--first", choices=FIRST_CHOICES, default="competitors",
+                        help="with competitors: which starts first, the competitors (the "
+                             "evaluated flow joins last) or the evaluated scheme; the others "
+                             "follow --interval-s apart (default: competitors)")
     parser.add_argument("--seed", type=flags.seed, default=1, help="first seed")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
                         help="write the rows as JSON (a list of objects); '-': standard output "
@@ -55,9 +73,16 @@ def run(args: argparse.Namespace) -> int:
     links = resolve_links(args.link, args.links)
     check_not_input(args.json, input_files(links, args.links), "--json")
 
-    rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
-                          duration_s=args.duration_s, flows=args.flows,
-                          interval_s=args.interval_s, progress=not args.no_progress)
+    against = parse_against(args.against) if args.against is not None else None
+    if against is not None or any(link.competitors for link in links):
+        rows, runs = evaluate_shared(links, schemes, against, first=args.first, runs=args.runs,
+                                     seed=args.seed, duration_s=args.duration_s,
+                                     interval_s=args.interval_s, progress=not args.no_progress,
+                                     flows=args.flows)
+    else:
+        rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
+                              duration_s=args.duration_s, flows=args.flows,
+                              interval_s=args.interval_s, progress=not args.no_progress)
     print(format_leaderboard(rows), file=human_stream(args.json))
     write_outputs(rows, runs, args.json, args.plots)
     return 0

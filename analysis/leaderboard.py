@@ -3,7 +3,8 @@ over several links a summary of each scheme's means.
 
 A row is a dict with `link`, `scheme` and the keys of Metrics.to_dict()
 (throughput_mbps, delay_p95_ms, e2e_delay_p95_ms, score, utilization, loss,
-and flows / jain_index for several flows), optionally `runs` (how many runs
+and flows / jain_index for several flows, each flow with its scheme when schemes share
+a link, and harm_throughput / harm_delay beside cubic: analysis/coexist.py), optionally `runs` (how many runs
 were averaged) and `score_std` (their standard deviation). Missing, None and
 NaN values print as "-".
 """
@@ -25,7 +26,8 @@ COLUMN_GAP = "  "
 Row = Mapping[str, Any]
 # The keys a row's cells, notes and summary read as numbers.
 NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "score_std",
-               "utilization", "loss", "jain_index", "share", "duration_s")
+               "utilization", "loss", "jain_index", "share", "duration_s", "harm_throughput",
+               "harm_delay")
 
 
 def row_problem(row: Row) -> str | None:
@@ -107,6 +109,9 @@ def _scheme_cell(row: Row) -> str:
         notes.append(f"{runs} run" if runs == 1 else f"{runs} runs")
     if len(row.get("flows") or []) > 1 and _number(row.get("jain_index")) is not None:
         notes.append(f"Jain {float(row['jain_index']):.3f}")
+    if _number(row.get("harm_throughput")) is not None:
+        notes.append(f"harm to cubic: throughput {float(row['harm_throughput']) * PERCENT:.0f}%, "
+                     f"delay {float(row.get('harm_delay') or 0.0) * PERCENT:.0f}%")
     return f"{row['scheme']} ({', '.join(notes)})" if notes else str(row["scheme"])
 
 
@@ -114,7 +119,8 @@ def _flow_cells(flow: Row) -> list[str]:
     """A flow's sub-row: its share in the scheme column; blank where a flow has no value."""
     share = _number(flow.get("share"))
     share_text = MISSING if share is None else f"{share * PERCENT:.1f}%"
-    label = f"{FLOW_INDENT}flow {flow['flow']} ({share_text} of bytes)"
+    scheme = f" {flow['scheme']}" if flow.get("scheme") else ""
+    label = f"{FLOW_INDENT}flow {flow['flow']}{scheme} ({share_text} of bytes)"
     return [label] + [cell(flow) if key in flow else "" for _, key, cell in COLUMNS]
 
 
@@ -124,6 +130,10 @@ def _notes(rows: Sequence[Row]) -> list[str]:
     if any(len(r.get("flows") or []) > 1 for r in rows):
         notes.append("flow rows: Mbit/s and delays over each flow's own time (from its first "
                      "send); the share is of the bytes delivered in the run")
+    if any(r.get("against") for r in rows):
+        notes.append("beside competitors (--against): a scheme's Mbit/s, delays and score are "
+                     "its own flow's, util % is the link's (all flows); harm to cubic is against "
+                     "what a second cubic flow does (0% = no more harm than cubic)")
     if any(_same_runs(r) for r in rows):
         notes.append(f"{SAME_RUNS_MARK} every run gave the same score: nothing in this link and "
                      "scheme is random, so more --runs repeat one run")

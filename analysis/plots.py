@@ -116,8 +116,10 @@ def _window_edges(duration_ms: float, window_ms: float) -> np.ndarray:
 
 
 def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: float,
-                    path: str | os.PathLike[str], window_ms: float = 500.0, title: str = "") -> None:
-    """Throughput in windows of window_ms against the link's capacity; each flow too when several."""
+                    path: str | os.PathLike[str], window_ms: float = 500.0, title: str = "",
+                    flow_names: Sequence[str] = ()) -> None:
+    """Throughput in windows of window_ms against the link's capacity; each flow too when
+    several, named by flow_names (flow id -> scheme) where given."""
     log = as_packet_log(log)
     edges = _window_edges(duration_ms, window_ms)
     edges_s = edges / MS_PER_S
@@ -134,7 +136,8 @@ def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: floa
         for flow in flows:
             mine = arrived & (log.flow == flow)
             tput = _window_mbps(log.arrival_ms[mine], log.bytes[mine].astype(np.float64), edges)
-            ax.stairs(tput, edges_s, linewidth=1, label=f"flow {flow}")
+            name = f" {flow_names[flow]}" if flow < len(flow_names) else ""
+            ax.stairs(tput, edges_s, linewidth=1, label=f"flow {flow}{name}")
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"throughput (Mbit/s, {window_ms:g} ms windows)")
     ax.set_xlim(0, duration_ms / MS_PER_S)
@@ -330,10 +333,11 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
         link_plots = [path]
         for scheme, run in first.items():
             stem = f"{slug}__{_slug(scheme)}"
-            what = f"{link_name}: {scheme}, {run.duration_ms / MS_PER_S:g} s, seed {run.seed}"
+            lineup = " vs ".join(run.flow_schemes) if run.flow_schemes else scheme
+            what = f"{link_name}: {lineup}, {run.duration_ms / MS_PER_S:g} s, seed {run.seed}"
             path = out_dir / f"{stem}__throughput.png"
             plot_throughput(run.log, run.opportunities_ms, run.duration_ms, path,
-                            title=f"throughput of {what}")
+                            title=f"throughput of {what}", flow_names=run.flow_schemes)
             link_plots.append(path)
             path = out_dir / f"{stem}__delay.png"
             plot_delay(run.log, run.duration_ms, path, propagation_ms=propagation,

@@ -9,12 +9,15 @@ Evaluates lstm:RUN, the oracle and every baseline on each link group:
                       to the omniscient bound under 0.9;
   recorded-unseen     (on request) held-out recordings in setups no training config
                       names: other delays, buffers and ACK paths (needs the shared data);
-and on every group, a better mean score than every baseline. Several policies (the same
+and on every group, a better mean score than every baseline. A group whose links name
+`competitors` (shared-bottleneck) runs each policy and the baselines beside them
+(`ccgym eval --against`): per scheme the mean over links of its flow's share, Jain's index
+and the harm it does to cubic (Ware et al.). Several policies (the same
 config at several seeds) are scored side by side, and each figure is also given as the mean
 and spread (min, max) over them. Leaderboards go to stderr; one JSON object to stdout.
 
   python benchmarks/bench_quality.py --policy runs/NAME [runs/NAME2 ...] [--duration-s 30|0]
-      [--groups held-out-grid,cellular-real,recorded-unseen,SET-OR-PATH ...]
+      [--groups held-out-grid,cellular-real,recorded-unseen,shared-bottleneck,SET-OR-PATH ...]
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
+from ccgym.analysis.coexist import evaluate_shared
 from ccgym.analysis.evaluate import evaluate
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
 from ccgym.emulators.links import data_dir, needs_shared_data, resolve_links
 
 BASELINES = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
+SHARED_BASELINES = ["cubic", "bbr", "copa", "vegas"]  # beside competitors: the usual suspects
+SHARED_FIGURES = ("share", "jain_index", "harm_throughput", "harm_delay")
 CONSTANT_GROUPS = {"held-out-grid"}
 UTILIZATION_GOAL = 0.9
 QUEUE_GOAL = 0.25  # p95 queueing delay / minimum RTT
@@ -102,6 +108,9 @@ def main() -> None:
             continue
         links = resolve_links(None, group)
         start = time.perf_counter()
+        if any(link.competitors for link in links):
+            result["groups"][group] = shared_group(links, policies, args.duration_s)
+            continue
         rows, _ = evaluate(links, [*policies, "oracle", *BASELINES],
                            duration_s=args.duration_s or None, progress=False)
         print(f"== {group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
@@ -113,6 +122,41 @@ def main() -> None:
                       for p in policies}
         result["groups"][group] = {"per_policy": per_policy, "over_policies": spread(per_policy)}
     print(json.dumps(result, indent=2))
+
+
+def shared_group(links: list[Any], policies: list[str], duration_s: float) -> dict[str, Any]:
+    """A shared-bottleneck group: each policy's and baseline's shared_summary, and the spread
+    of the policies' figures."""
+    start = time.perf_counter()
+    rows, _ = evaluate_shared(links, [*policies, *SHARED_BASELINES], None,
+                              duration_s=duration_s or None, progress=False)
+    print(f"== {links[0].group} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    print(format_leaderboard(rows), file=sys.stderr)
+    per_policy = {p: shared_summary(rows, p) for p in policies}
+    over = {key: _mean_and_spread([s[key] for s in per_policy.values() if s[key] is not None])
+            for key in SHARED_FIGURES}
+    return {"per_policy": per_policy, "over_policies": over,
+            "baselines": {b: shared_summary(rows, b) for b in SHARED_BASELINES}}
+
+
+def shared_summary(rows: list[dict[str, Any]], scheme: str) -> dict[str, Any]:
+    """Means over the links: the evaluated flow's share, Jain's index, harm to cubic."""
+    mine = [r for r in rows if r["scheme"] == scheme and r.get("flows")]
+    values: dict[str, list[float]] = {key: [] for key in SHARED_FIGURES}
+    for row in mine:
+        values["share"].append(next(f["share"] for f in row["flows"] if f.get("evaluated")))
+        for key in SHARED_FIGURES[1:]:
+            if row.get(key) is not None:
+                values[key].append(row[key])
+    out: dict[str, Any] = {key: float(np.mean(v)) if v else None for key, v in values.items()}
+    out["links"] = len(mine)
+    return out
+
+
+def _mean_and_spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"mean": float(np.mean(values)), "min": min(values), "max": max(values)}
 
 
 def spread(per_policy: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -17,8 +17,9 @@ A --link is a spec or a packaged link's name (`ccgym links list SET`); trace pat
 taken from the working folder, else from $CCGYM_DATA.
 Kernel TCP (kernel:cubic, kernel:bbr, kernel:reno: what the kernel offers) runs as a
 bulk transfer through the link shell (`ccgym shell`, needs root), scored from the
-shell's log; --against SCHEME adds a second flow through the same bottleneck, and the
-table gives each flow's share and Jain's index.
+shell's log. --against SCHEME adds a second flow through the same bottleneck (a second
+ccgym-sender through the relay, or with kernel:NAME the link shell), and the table gives
+each flow's share and Jain's index; --simulate then adds the same pair in the simulator.
 Every process ends with the run, also on Ctrl-C. Examples:
 
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
+from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
 from ccgym.analysis.evaluate import run_scheme, write_outputs
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
@@ -70,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=flags.seed, default=1,
                         help="seed of the link's and the scheme's randomness (default 1)")
     parser.add_argument("--against", metavar="SCHEME",
-                        help="a second flow through the same bottleneck, e.g. kernel:cubic; with "
-                             "it (and with --scheme kernel:NAME) the run goes through the link "
-                             "shell (`ccgym shell`, needs root) and reports each flow's share")
+                        help="a second flow through the same bottleneck, reported with each "
+                             "flow's share: a ccgym scheme (cubic, lstm:...) runs a second "
+                             "sender through the relay; kernel:NAME (like --scheme kernel:NAME) "
+                             "takes the link shell (`ccgym shell`, needs root)")
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     parser.add_argument("--json", metavar="OUT", type=flags.output_file,
@@ -130,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         link = resolve_link(args.link)
         check_run_length(link, args.duration_s * 1000.0)
     if args.against or args.scheme.startswith("kernel:"):
-        return _run_through_shell(args, link)
+        kernel = any(name.startswith("kernel:") for name in (args.scheme, args.against or ""))
+        return (_run_through_shell if kernel else _run_against_relay)(args, link)
 
     rows: list[dict[str, Any]] = []
     runs: list[Run] = []
@@ -183,41 +187,98 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_through_shell(args: argparse.Namespace, link) -> int:
-    """`ccgym run` with a kernel scheme or --against: the flows go through the link shell,
-    each from inside to its receiver outside, and are scored from the shell's log. Several
-    flows get their shares and Jain's index."""
+    """`ccgym run` with a kernel scheme or --against kernel:NAME: the flows go through the
+    link shell, each from inside to its receiver outside, and are scored from the shell's
+    log. Several flows get their shares and Jain's index."""
     names = [args.scheme] + ([args.against] if args.against else [])
     if args.remote:
-        raise UserError(f"{' and '.join(names)}: kernel schemes and --against run in the link "
-                        "shell, which needs --link")
+        raise UserError(f"{' and '.join(names)}: kernel schemes run in the link shell, which "
+                        "needs --link")
     if args.simulate:
         raise UserError("--simulate: a kernel scheme has no simulated twin (compare with "
-                        "`ccgym eval --schemes cubic` etc.), and --against runs only in real time")
+                        "`ccgym eval --schemes cubic --against cubic` etc.)")
     with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
         senders = [name if is_kernel_scheme(name) else resolve_scheme(name, workdir).sender
                    for name in names]
         real = run_in_shell(link.spec, senders, args.duration_s, args.seed, workdir,
                             progress=not args.no_progress)
-    metrics = summarize(real.log, real.opportunities_ms, real.duration_ms)
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    rows = [aggregate(link, "omniscient", [omniscient(real.opportunities_ms, real.duration_ms,
-                                                      delay)])]
-    label = " vs ".join(names)
-    row = aggregate(link, label, [metrics])
-    row.update(mode="link shell", clock="link", duration_s=args.duration_s, seed=args.seed)
-    for flow in row.get("flows", []):
-        flow["scheme"] = names[int(flow["flow"])]
+    row, run = _real_row(link, names, real, mode="link shell", clock="link", seed=args.seed)
     if real.kernel_min_rtt_ms:
         row["kernel_min_rtt_ms"] = real.kernel_min_rtt_ms
-    rows.append(row)
-    out = human_stream(args.json)
-    print(format_leaderboard(rows), file=out)
+    _report(args, link, real, [row], [run])
+    return 0
+
+
+def _run_against_relay(args: argparse.Namespace, link) -> int:
+    """`ccgym run --against` with ccgym schemes: one sender per flow through the relay, both
+    started together; --simulate adds the same pair in the simulator."""
+    names = [args.scheme, args.against]
+    if args.remote:
+        raise UserError("--against runs both flows through an emulated link: give --link")
+    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+        resolved = []
+        for i, name in enumerate(names):  # each learned policy exported into its own folder
+            folder = workdir / f"flow{i}"
+            folder.mkdir(exist_ok=True)
+            resolved.append(resolve_scheme(name, folder))
+        real = run_emulated(link.spec, [s.sender for s in resolved], args.duration_s, args.seed,
+                            workdir, progress=not args.no_progress)
+    row, run = _real_row(link, names, real, mode="real-time", clock=real.clock, seed=args.seed)
+    # The senders start together as fast as the machine lets them: where they did start.
+    row["starts_ms"] = flow_starts_ms(real.log.columns())
+    rows, runs = [row], [run]
+    if args.simulate:
+        simulated = [s.simulator for s in resolved]
+        if simulated[0] is None or (simulated[1] or "lstm:").startswith("lstm:"):
+            raise UserError("--simulate with --against: the simulator runs a learned policy "
+                            "only as --scheme, from its PyTorch file (lstm:RUN_DIR or lstm:FILE.pt)")
+        sim_row, sim_run = _simulated_pair(link, names, simulated[0], args.seed,
+                                           real.duration_ms)
+        rows.append(sim_row)
+        runs.append(sim_run)
+    _report(args, link, real, rows, runs)
+    return 0
+
+
+def _simulated_pair(link, names: list[str], scheme: str, seed: int,
+                    duration_ms: float) -> tuple[dict[str, Any], Any]:
+    """The same two flows in the simulator, started together as the real senders were asked
+    to: the real run's twin, scored as the real run is (all flows on top)."""
+    lineup = make_lineup(scheme, [names[1]], first="scheme")
+    sim = run_lineup(link, scheme, lineup, [seed], duration_ms, 0.0)[0]
+    return _real_row(link, names, sim, mode="simulated", clock="virtual", seed=seed,
+                     label=f"{' vs '.join(names)} (simulated)")
+
+
+def _real_row(link, names: list[str], real: Any, mode: str, clock: str, seed: int,
+              label: str = "") -> tuple[dict[str, Any], Any]:
+    """The row and run of a run of one or more flows (a RealRun, or a simulated Run): each
+    flow's scheme and share, Jain's index."""
+    label = label or " vs ".join(names)
+    opportunities = real.opportunities_ms
+    metrics = summarize(real.log, opportunities, real.duration_ms)
+    row = aggregate(link, label, [metrics])
+    row.update(mode=mode, clock=clock, duration_s=real.duration_ms / 1000.0, seed=seed)
     for flow in row.get("flows", []):
+        flow["scheme"] = names[int(flow["flow"])]
+    log = real.log if isinstance(real.log, dict) else real.log.columns()
+    run = Run(link, label, seed, real.duration_ms, metrics, log, opportunities,
+              flow_schemes=tuple(names))
+    return row, run
+
+
+def _report(args: argparse.Namespace, link, real: Any, rows: list[dict[str, Any]],
+            runs: list[Any]) -> None:
+    """The omniscient row over the real run's link, the rows, each real flow's share and
+    Jain's index; then --json and --plots."""
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    bound = aggregate(link, "omniscient", [omniscient(real.opportunities_ms, real.duration_ms,
+                                                      delay)])
+    out = human_stream(args.json)
+    print(format_leaderboard([bound, *rows]), file=out)
+    for flow in rows[0].get("flows", []):
         print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
               f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
-    if "jain_index" in row:
-        print(f"Jain's fairness index: {row['jain_index']:.3f}", file=out)
-    run = Run(link, label, args.seed, real.duration_ms, metrics, real.log.columns(),
-              real.opportunities_ms)
-    write_outputs(rows, [run], args.json, args.plots)
-    return 0
+    if "jain_index" in rows[0]:
+        print(f"Jain's fairness index: {rows[0]['jain_index']:.3f}", file=out)
+    write_outputs([bound, *rows], runs, args.json, args.plots)

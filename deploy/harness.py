@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,10 +206,15 @@ def _link_origin_ms(stderr: str) -> float:
     return int(match.group(1)) / 1e6
 
 
-def run_emulated(link_spec: str, sender_scheme: str, duration_s: float, seed: int,
+def run_emulated(link_spec: str, sender_scheme: str | Sequence[str], duration_s: float, seed: int,
                  workdir: Path, progress: bool = False) -> RealRun:
-    """Receiver, real-time link and sender on loopback, for duration_s; logs in workdir."""
-    sender_log, receiver_log = workdir / "sender.tsv", workdir / "receiver.tsv"
+    """Receiver, real-time link and sender on loopback, for duration_s; logs in workdir.
+    Several schemes: one sender each (flow i, seed + i), started together, sharing the link;
+    the log is on the first sender's clock."""
+    schemes = [sender_scheme] if isinstance(sender_scheme, str) else list(sender_scheme)
+    sender_logs = [workdir / ("sender.tsv" if i == 0 else f"sender{i}.tsv")
+                   for i in range(len(schemes))]
+    receiver_log = workdir / "receiver.tsv"
     with processes() as running:
         receiver = Process([find_program("ccgym-receiver"), "--port", "0", "--bind", "127.0.0.1",
                             "--log", str(receiver_log)], workdir / "receiver.stderr")
@@ -220,23 +225,43 @@ def run_emulated(link_spec: str, sender_scheme: str, duration_s: float, seed: in
                          "--seed", str(seed)], workdir / "link.stderr")
         running.append(relay)
         link_port = relay.listening_port()
-        sender = Process(_sender_args(f"127.0.0.1:{link_port}", sender_scheme, duration_s, seed,
-                                      sender_log), workdir / "sender.stderr")
-        running.append(sender)
-        _wait_for_sender(sender, duration_s, progress)
+        senders = []
+        for i, (scheme, log_path) in enumerate(zip(schemes, sender_logs)):
+            args = _sender_args(f"127.0.0.1:{link_port}", scheme, duration_s, seed + i, log_path)
+            stderr = workdir / ("sender.stderr" if i == 0 else f"sender{i}.stderr")
+            senders.append(Process([*args, "--flow", str(i)], stderr))
+            running.append(senders[-1])
+        for sender in senders:
+            _wait_for_sender(sender, duration_s, progress and sender is senders[0])
         time.sleep(DRAIN_S)
         relay.stop_cleanly()
         receiver.stop_cleanly()
 
-    sender_tsv, receiver_tsv = read_tsv_log(sender_log), read_tsv_log(receiver_log)
-    log = packet_log_from_endpoints(sender_tsv, receiver_tsv)
+    sender_tsvs, receiver_tsv = [read_tsv_log(p) for p in sender_logs], read_tsv_log(receiver_log)
+    origin_ms = sender_tsvs[0].clock_origin_ms()
+    log = _on_one_clock([(packet_log_from_endpoints(tsv, receiver_tsv),
+                          tsv.clock_origin_ms() - origin_ms) for tsv in sender_tsvs])
     duration_ms = duration_s * 1000.0
     # The link's opportunities, computed by the same core from the same spec and seed,
     # moved from the link's time (from the first datagram) to the sender's clock.
-    shift_ms = _link_origin_ms(relay.stderr()) - sender_tsv.clock_origin_ms()
+    shift_ms = _link_origin_ms(relay.stderr()) - origin_ms
     opportunities = _core.opportunities(link_spec, duration_ms - shift_ms, seed) + shift_ms
     opportunities = opportunities[(opportunities >= 0) & (opportunities < duration_ms)]
     return RealRun(log, duration_ms, opportunities, "synchronized")
+
+
+def _on_one_clock(parts: Sequence[tuple[PacketLog, float]]) -> PacketLog:
+    """One log of several senders' logs, each moved by its clock's offset (ms) from the
+    first's: the senders share one steady clock, so the offsets are exact."""
+    if len(parts) == 1:
+        return parts[0][0]
+    columns = {}
+    for name in parts[0][0].columns():
+        moved = [log.columns()[name] + offset if name in ("send_ms", "arrival_ms")
+                 else log.columns()[name] for log, offset in parts]
+        columns[name] = np.concatenate(moved)
+    order = np.argsort(columns["send_ms"], kind="stable")
+    return PacketLog.from_columns({name: values[order] for name, values in columns.items()})
 
 
 def run_remote(dest: str, sender_scheme: str, duration_s: float, seed: int,

@@ -11,6 +11,7 @@ A link set (configs/links/*.toml) is
     delay_ms = 10
     rate_mbps = 5
     delivery = "constant"
+    competitors = ["cubic"]   # optional: classic flows sharing the bottleneck (`ccgym eval`)
 
 with the keys of a link spec string (emulators/cpp/spec.hh) as TOML values. A trace path may
 start with ${CCGYM_DATA} (the shared recorded data) or be relative to the TOML file. A table
@@ -53,6 +54,8 @@ _TOML_TYPES: dict[str, tuple[type, ...]] = {
 }
 _ANY_SCALAR = (str, int, float, bool)
 LINK_META_KEYS = ("name", "source")
+# Not part of the link itself: the classic flows that share it when `ccgym eval` runs a scheme.
+COMPETITORS_KEY = "competitors"
 SYNTHETIC_KEYS = {"synthetic_trace": "trace", "ack_synthetic_trace": "ack_trace"}
 TRACE_KEYS = ("trace", "ack_trace")
 TOP_LEVEL_KEYS = ("group", "description", "link")
@@ -72,6 +75,9 @@ class Link:
     group: str
     spec: str    # canonical spec string (parses back to the same link)
     source: str  # where the link comes from (paper, measurement, generator)
+    # Classic schemes of the flows that share the bottleneck with the evaluated one (a shared-
+    # bottleneck case of a link set); empty: the evaluated scheme has the link to itself.
+    competitors: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,11 +269,31 @@ def spec_keys() -> tuple[str, ...]:
     return tuple(_core.link_spec_keys())
 
 
+def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    """A [[link]] table's `competitors`: a list of classic scheme names, each checked by the
+    C++ factory (learned schemes and the oracle decide in Python, not beside a link)."""
+    from ccgym.emulators import _core
+
+    value = table.get(COMPETITORS_KEY, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise UserError(f"{where}: {COMPETITORS_KEY} must be a list of scheme names, "
+                        f'e.g. ["cubic"], got {value!r}')
+    for scheme in value:
+        if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
+            raise UserError(f"{where}: {COMPETITORS_KEY}: {scheme!r} is not a classic scheme")
+        try:
+            _core.validate_scheme(scheme)
+        except ValueError as e:
+            raise UserError(f"{where}: {COMPETITORS_KEY}: {e} (a competitor is a classic "
+                            "scheme: `ccgym eval --help` lists them)") from None
+    return tuple(value)
+
+
 def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
     """(name, source, spec text) of one [[link]] table; every check short of the C++ parser."""
     where = _link_label(path, index, table)
     keys = [key for key in spec_keys() if key not in LINK_META_KEYS]
-    valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS)
+    valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS, COMPETITORS_KEY)
     for key in table:
         if key not in valid:
             raise unknown_key(where, key, valid)
@@ -330,10 +356,10 @@ def load_link_set(path: str | os.PathLike) -> list[Link]:
             raise UserError(f"{_link_label(path, index, table)}: duplicate name, "
                             f"already used by link #{seen[name] + 1}")
         seen[name] = index
-        drafts.append((name, source, spec))
+        drafts.append((name, source, spec, _competitors(table, _link_label(path, index, table))))
     return [Link(name=name, group=group, spec=_canonical(spec, f"{path}: link {name}"),
-                 source=source)
-            for name, source, spec in drafts]
+                 source=source, competitors=competitors)
+            for name, source, spec, competitors in drafts]
 
 
 # ---------------------------------------------------------------- the CLI flags

@@ -105,6 +105,7 @@ class Run:
     metrics: Metrics
     log: dict[str, np.ndarray] = field(repr=False)
     opportunities_ms: np.ndarray = field(repr=False)
+    flow_schemes: tuple[str, ...] = ()  # each flow's scheme, where flows of several share a link
 
 
 def _flows(scheme: str, flows: int, interval_ms: float) -> list[tuple[str, float, float]]:

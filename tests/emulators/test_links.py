@@ -33,9 +33,11 @@ CSV_GROUPS = {
 }
 EXPECTED_COUNTS = {"pantheon-calibrated": 6, "pantheon-pathological": 12, "indigo-synthetic": 24,
                    "cellular-real": 7, "cellular-generated": 8, "held-out-grid": 35,
-                   "poisson-generated": 8, "recorded-train": 24, "recorded-unseen": 22}
+                   "poisson-generated": 8, "recorded-train": 24, "recorded-unseen": 22,
+                   "shared-bottleneck": 4}
 SETS_WITHOUT_DATA = ["pantheon-calibrated", "pantheon-pathological", "indigo-synthetic",
-                     "cellular-generated", "held-out-grid", "poisson-generated"]
+                     "cellular-generated", "held-out-grid", "poisson-generated",
+                     "shared-bottleneck"]
 
 
 @pytest.fixture(autouse=True)
