@@ -35,19 +35,20 @@ import hashlib
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ccgym.emulators import _core, link_facts, stepping
+from ccgym.emulators import _core
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
                                         mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
 from ccgym.files import atomic_write_json, cache_root
-from ccgym.measure import metrics
 from ccgym.measure.metrics import summarize
 
 # The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
@@ -424,17 +425,34 @@ def _trace_identity(path: str) -> list[Any]:
 
 
 def _code_files() -> list[Path]:
-    """What a search's result depends on: this module, the stepping loop, the metrics that
-    score a window, the link facts, and the compiled core (the simulator)."""
-    return [Path(__file__), *(Path(str(module.__file__)) for module in (stepping, metrics,
-                                                                        link_facts, _core))]
+    """What a search's result depends on: this module and every ccgym module it reaches
+    through module-level names, transitively (the stepping loop, the metrics that score a
+    window and the packet logs they read, the link facts, the compiled core). Followed, not
+    listed, so that a module added or moved is never left out of the digest."""
+    seen: dict[str, Path] = {}
+    todo = [sys.modules[__name__]]
+    while todo:
+        module = todo.pop()
+        # A package's names include whichever submodules happen to be imported: skipped, so
+        # that the digest never depends on what else the process imported.
+        if module.__name__ in seen or hasattr(module, "__path__"):
+            continue
+        seen[module.__name__] = Path(str(module.__file__))
+        for value in vars(module).values():
+            name = value.__name__ if isinstance(value, ModuleType) else getattr(
+                value, "__module__", None)
+            if isinstance(name, str) and name.startswith("ccgym.") and name in sys.modules:
+                todo.append(sys.modules[name])
+    return [seen[name] for name in sorted(seen)]
 
 
 @functools.cache
 def code_digest() -> str:
-    """A digest of the code that computes the oracle: a change to any of it (an edit, a
-    rebuilt core) misses the cache instead of reusing windows the old code chose."""
-    digest = hashlib.sha256()
+    """A digest of the code that computes the oracle and of numpy's version (the metrics'
+    percentiles and sums are numpy's): a change to any of it (an edit, a rebuilt core, an
+    upgraded numpy) misses the cache instead of reusing windows the old code chose, so that
+    a run from a full cache labels what one from an empty cache would."""
+    digest = hashlib.sha256(np.__version__.encode())
     for path in _code_files():
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

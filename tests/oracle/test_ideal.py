@@ -1,5 +1,7 @@
 """The oracle's ideal window against numbers worked out by hand and against the simulator."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -230,3 +232,27 @@ def test_a_change_to_the_oracle_code_misses_the_disk_cache(tmp_path, monkeypatch
     finally:
         oracle.code_digest.cache_clear()
     assert len(list((tmp_path / "oracle").glob("fixed-*.json"))) == 2  # searched again
+
+
+def test_the_code_digest_covers_every_module_a_search_uses() -> None:
+    # A module the search reaches but the digest missed would let a full cache keep windows
+    # that an empty one, under the edited code, would not choose: two trainings would differ.
+    from ccgym.measure import logs, metrics
+    from ccgym.emulators import link_facts, stepping
+
+    files = oracle._code_files()
+    for module in (oracle, metrics, logs, link_facts, stepping, _core):
+        assert Path(module.__file__) in files, module.__name__
+
+
+def test_the_code_digest_does_not_depend_on_what_else_was_imported() -> None:
+    # A Ray worker imports the environments and torch before its first search, the CLI of
+    # `ccgym oracle` does not: both must find each other's cache entries.
+    def digest(first_imports: str) -> str:
+        script = f"{first_imports}\nfrom ccgym.oracle import ideal\nprint(ideal.code_digest())"
+        return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    alone = digest("")
+    assert alone == oracle.code_digest()
+    assert digest("import torch, ccgym.envs.vector, ccgym.train.dagger") == alone
