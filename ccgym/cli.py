@@ -29,6 +29,8 @@ DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 VERBS = {
     "links": ("ccgym.emulators.cli_links", "list link sets, show a link's statistics, generate traces"),
     "eval": ("ccgym.analysis.cli_eval", "score schemes on links: the contest's leaderboard"),
+    "suite": ("ccgym.analysis.cli_suite",
+              "every scheme and policy on every evaluation group: the suite's leaderboard"),
     "oracle": ("ccgym.oracle.cli_oracle", "the ideal window of each link and its score"),
     "train": ("ccgym.train.cli_train", "train an LSTM policy with DAgger from a TOML config"),
     "ensemble": ("ccgym.policies.cli_ensemble",
