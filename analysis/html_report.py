@@ -9,6 +9,8 @@ Inputs are recognized by their content:
   agreement, validation score against the oracle's and the best baseline's, the validation
   score per link group (train vs validation where a trainer logs both), its final leaderboard;
   several run folders are also compared side by side;
+- a JSON object with "kind": "suite" (`ccgym suite --json`): each group's summary table and
+  per-link leaderboards;
 - a plots folder (`--plots DIR` of eval or run): its PNGs, by link (throughput and delay over
   time).
 
@@ -91,6 +93,7 @@ class Inputs:
     calibrations: list[CalibrationInput] = field(default_factory=list)
     runs: list[TrainingRun] = field(default_factory=list)
     plots: list[PlotsFolder] = field(default_factory=list)
+    suites: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
 
 
 def read_inputs(paths: Sequence[str | Path]) -> Inputs:
@@ -103,14 +106,18 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
         doc = _read_json(path)
         if isinstance(doc, dict) and doc.get("kind") == "calibration":
             inputs.calibrations.append(CalibrationInput(path, doc))
+        elif isinstance(doc, dict) and doc.get("kind") == "suite":
+            from ccgym.analysis.suite import check_document
+
+            inputs.suites.append((path, check_document(path, doc)))
         elif isinstance(doc, list) and doc and all(
                 isinstance(r, dict) and {"link", "scheme"} <= set(r) for r in doc):
             _check_rows(path, doc)
             inputs.rows.append(RowsInput(path, doc))
         else:
-            raise UserError(f"{path}: neither leaderboard rows (ccgym eval/run --json) nor a "
-                            f"calibration (ccgym calibrate --json)")
-    if not (inputs.rows or inputs.calibrations or inputs.runs or inputs.plots):
+            raise UserError(f"{path}: neither leaderboard rows (ccgym eval/run --json), a suite "
+                            f"(ccgym suite --json) nor a calibration (ccgym calibrate --json)")
+    if not (inputs.rows or inputs.calibrations or inputs.runs or inputs.plots or inputs.suites):
         raise UserError("nothing to report: give at least one input")
     return inputs
 
@@ -260,6 +267,33 @@ def _rows_section(item: RowsInput, figures: Figures) -> str:
     summary = format_summary(item.rows)
     if summary:
         parts.append(f"<h3>Summary over links</h3><pre>{_e(summary)}</pre>")
+    return "\n".join(parts)
+
+
+def _suite_section(path: Path, doc: dict[str, Any]) -> str:
+    """`ccgym suite --json`: per group its summary table, then its links' leaderboards folded."""
+    from ccgym.analysis.leaderboard import leaderboard_cells
+    from ccgym.analysis.suite import SUMMARY_HEADER, group_notes, summary_cells
+
+    options = ", ".join(f"{k} {v}" for k, v in doc["options"].items())
+    parts = [f"<h2>Suite: {_e(_label(path))}</h2>",
+             f'<p class="note">{_e(options)}; wall time {doc["wall_s"]:.0f} s</p>']
+    parts += [f'<p class="note">skipped {_e(s["group"])}: {_e(s["reason"])}</p>'
+              for s in doc["skipped"]]
+    for group, summary in doc["summary"].items():
+        lines = summary_cells(summary)
+        parts += [f"<h3>{_e(group)}</h3>", f'<p class="note">{_e(group_notes(group, summary))}</p>',
+                  _table(SUMMARY_HEADER, lines, ["bound" if line[1] == "bound" else ""
+                                                 for line in lines]),
+                  f"<details><summary>{summary['links']} links, one leaderboard each</summary>"]
+        by_link: dict[str, list[dict[str, Any]]] = {}
+        for row in (r for r in doc["rows"] if r["group"] == group):
+            by_link.setdefault(str(row["link"]), []).append(row)
+        for link, rows in by_link.items():
+            header, cells, bound_lines = leaderboard_cells(rows)
+            parts += [f"<h4>{_e(link)}</h4>",
+                      _table(header, cells, ["bound"] * bound_lines)]
+        parts.append("</details>")
     return "\n".join(parts)
 
 
@@ -438,12 +472,14 @@ def build_report(inputs: Inputs, title: str = "ccgym report") -> str:
         figures = Figures(Path(tmp))
         sections = [_rows_section(r, figures) for r in inputs.rows]
         sections += [_calibration_section(c, figures) for c in inputs.calibrations]
+        sections += [_suite_section(path, doc) for path, doc in inputs.suites]
         if len(inputs.runs) > 1:
             sections.append(_comparison_section(inputs.runs, figures))
         sections += [_training_section(r, figures) for r in inputs.runs]
         sections += [_plots_section(p) for p in inputs.plots]
     every = ([str(r.path) for r in inputs.rows] + [str(c.path) for c in inputs.calibrations]
-             + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots])
+             + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots]
+             + [str(path) for path, _ in inputs.suites])
     intro = (f'<p class="note">Made {time.strftime("%Y-%m-%d %H:%M:%S %Z")} from: '
              f"{_e(', '.join(every))}</p>")
     return _page(title, intro + "\n" + "\n".join(sections))

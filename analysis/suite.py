@@ -184,7 +184,7 @@ def run_suite(plan: Plan, schemes: Sequence[str], runs: int, seed: int,
     rows: list[dict[str, Any]] = []
     total = sum(estimates.values())
     with tqdm(total=total, desc="suite", unit="est. s", disable=not progress,
-              bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}") as bar:
+              bar_format="{l_bar}{bar}| {elapsed}<{remaining}{postfix}") as bar:
         for group, links in plan.groups.items():
             for link in links:
                 bar.set_postfix_str(f"{group}: {link.name}")
@@ -271,6 +271,29 @@ def suite_document(rows: list[dict[str, Any]], plan: Plan, options: dict[str, An
             "summary": summarize(rows, options["policies"]), "rows": rows,
             "estimate_s": estimate_s, "wall_s": wall_s, "cpus": os.cpu_count(),
             "measured": time.strftime("%Y-%m-%d")}
+
+
+def check_document(path: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    """The suite document read from `path`, checked enough to render, its summaries made again
+    from its rows (the rows are the measurement); UserError naming the file and what is wrong."""
+    from ccgym.analysis.leaderboard import row_problem
+
+    expected = {"options": dict, "skipped": list, "summary": dict, "rows": list,
+                "wall_s": (int, float)}
+    for key, kind in expected.items():
+        if not isinstance(doc.get(key), kind):
+            raise UserError(f"{path}: a suite document needs {key!r} "
+                            f"({'a number' if key == 'wall_s' else kind.__name__}); "
+                            "write it with ccgym suite --json")
+    for i, row in enumerate(doc["rows"]):
+        missing = {"link", "scheme", "group"} - set(row) if isinstance(row, dict) else {"row"}
+        problem = f"lacks {', '.join(sorted(missing))}" if missing else row_problem(row)
+        if problem:
+            raise UserError(f"{path}: row {i + 1}: {problem}")
+    policies = doc["options"].get("policies", [])
+    if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
+        raise UserError(f"{path}: options.policies must be a list of scheme names")
+    return {**doc, "summary": summarize(doc["rows"], policies)}
 
 
 # ---------------------------------------------------------------- tables
