@@ -26,6 +26,7 @@ cores; narrow it with --groups, --schemes, --duration-s. Examples:
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from ccgym import flags
@@ -80,6 +81,21 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return classic, policies
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The `ccgym suite` command that reruns this suite (output flags left out)."""
+    import shlex
+
+    words = ["ccgym", "suite"]
+    for flag, value in (("--groups", args.groups), ("--schemes", args.schemes),
+                        ("--policies", args.policies or None), ("--duration-s", args.duration_s)):
+        if value is not None:
+            words += [flag, f"{value:g}" if isinstance(value, float) else value]
+    words += ["--runs", str(args.runs)] if args.runs != 1 else []
+    words += ["--seed", str(args.seed)] if args.seed != 1 else []
+    words += ["--no-oracle"] if args.no_oracle else []
+    return shlex.join(words)
+
+
 def run(args: argparse.Namespace) -> int:
     from ccgym.analysis import suite
     from ccgym.files import atomic_write_json
@@ -93,14 +109,15 @@ def run(args: argparse.Namespace) -> int:
     print(suite.describe_work(plan, schemes, args.runs, estimate_s), flush=True)
     if args.estimate_only:
         return 0
+    load = os.getloadavg()[0]
     start = time.monotonic()
     rows = suite.run_suite(plan, schemes, args.runs, args.seed, args.duration_s, estimates,
                            progress=not args.no_progress)
     wall_s = time.monotonic() - start
     options = {"groups": list(plan.groups), "schemes": classic, "oracle": not args.no_oracle,
                "policies": policies, "duration_s": args.duration_s, "runs": args.runs,
-               "seed": args.seed}
-    doc = suite.suite_document(rows, plan, options, estimate_s, wall_s)
+               "seed": args.seed, "command": command_line(args)}
+    doc = suite.suite_document(rows, plan, options, estimate_s, wall_s, load)
     print()
     print(suite.format_tables(doc, suite.render_text), end="")
     print(f"\nwall time {suite.span(wall_s)} (estimated {suite.span(estimate_s)})")
