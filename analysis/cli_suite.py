@@ -77,6 +77,12 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             raise UserError(f"--policies: {policy} is a scheme the suite runs already")
         if not policy.startswith("lstm:"):
             raise UserError(f"--policies: {policy!r} is not lstm:RUN_FOLDER|FILE.pt|FILE.onnx")
+    if policies:
+        import torch
+
+        # One step of a policy is a batch of --runs flows: torch's thread pool only adds
+        # hand-offs, and on a busy 2-core machine those made each step 45x slower.
+        torch.set_num_threads(1)
     validate_schemes(policies)  # loads each policy now: a bad file fails before any run
     return classic, policies
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -30,24 +32,26 @@ from ccgym.files import atomic_write_text
 BEGIN = "<!-- suite:begin -->"
 END = "<!-- suite:end -->"
 DEFAULT_DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
-SCRIPT = "python benchmarks/results_tables.py"
+SCRIPT = ("python", "benchmarks/results_tables.py")
+CAPTION_WIDTH = 95  # as docs/results.md's prose
 
 
 def caption(doc: dict[str, Any]) -> str:
     """Says how the tables were measured and how to measure them again."""
     options = doc["options"]
     command = options["command"]
-    rerun = " ".join([SCRIPT, *command.split()[2:]])
-    runs = options["runs"]
-    return (f"Measured {doc['measured']} with `{command}` ({runs} run{'s' if runs > 1 else ''} "
-            f"per scheme and link, seed {options['seed']}, "
-            + (f"{options['duration_s']:g} s runs" if options["duration_s"] else
-               "each trace once, other links 30 s")
-            + f"): {span(doc['wall_s'])} of wall time on {doc['cpus']} cores at a load average "
-            f"of {doc['load_average']:.1f}. Regenerate with `{rerun}`. Per group: each "
+    rerun = shlex.join([*SCRIPT, *shlex.split(command)[2:]])
+    runs = f"{options['runs']} run{'s' if options['runs'] > 1 else ''} per scheme and link"
+    length = (f"{options['duration_s']:g} s runs" if options["duration_s"]
+              else "each trace once, other links 30 s")
+    text = (f"Measured {doc['measured']} with `{command}` ({runs}, seed {options['seed']}, "
+            f"{length}): {span(doc['wall_s'])} of wall time on {doc['cpus']} cores at a load "
+            f"average of {doc['load_average']:.1f}. Regenerate with `{rerun}`. Per group: each "
             "scheme's mean score over the group's links, its mean gap to the omniscient "
             "bound's score, and its wins (links where it scored best among the baselines and "
             "policies; the oracle knows each link's ideal window and does not compete).")
+    return textwrap.fill(text, width=CAPTION_WIDTH, break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def markdown(doc: dict[str, Any]) -> str:

@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from ccgym.analysis.suite import SUITE_GROUPS
 from ccgym.cli import main
 from ccgym.emulators import _core
+from ccgym.policies.lstm import LstmPolicy
 
 TINY = ["--groups", "pantheon-calibrated", "--schemes", "cubic,vegas", "--duration-s", "2",
         "--no-progress"]
@@ -27,10 +29,15 @@ def run_suite(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> tuple[dict, str]:
-    path = tmp_path_factory.mktemp("suite") / "suite.json"
-    code, printed, _ = run_suite(*TINY, "--json", str(path))
+    """One group, two schemes, the oracle and an untrained policy (a policy file as
+    `ccgym train` writes one), 2 s runs."""
+    folder = tmp_path_factory.mktemp("suite")
+    torch.manual_seed(3)
+    LstmPolicy(hidden_size=8).save(folder / "policy.pt")
+    code, printed, _ = run_suite(*TINY, "--policies", f"lstm:{folder}", "--json",
+                                 str(folder / "suite.json"))
     assert code == 0
-    return json.loads(path.read_text()), printed
+    return json.loads((folder / "suite.json").read_text()), printed
 
 
 def _mean(values: list[float]) -> float:
@@ -42,8 +49,9 @@ def test_summary_matches_rows(tiny) -> None:
     rows = doc["rows"]
     links = {r["link"] for r in rows}
     assert len(links) == 6 and {r["group"] for r in rows} == {"pantheon-calibrated"}
-    assert {r["scheme"] for r in rows} == {"omniscient", "oracle", "cubic", "vegas"}
-    assert len(rows) == 4 * len(links)
+    policy = doc["options"]["policies"][0]
+    assert {r["scheme"] for r in rows} == {"omniscient", "oracle", "cubic", "vegas", policy}
+    assert len(rows) == 5 * len(links)
     summary = doc["summary"]["pantheon-calibrated"]
     assert summary["links"] == 6
     entries = {e["scheme"]: e for e in summary["schemes"]}
@@ -54,13 +62,15 @@ def test_summary_matches_rows(tiny) -> None:
         if scheme != "omniscient":
             gaps = [bound[r["link"]] - r["score"] for r in mine]
             assert entry["mean_gap"] == pytest.approx(_mean(gaps))
-    # Wins: per link, the better of the two baselines (the oracle and the bound do not count).
-    for scheme in ("cubic", "vegas"):
-        other = "vegas" if scheme == "cubic" else "cubic"
-        score = {r["link"]: r["score"] for r in rows if r["scheme"] == scheme}
-        rival = {r["link"]: r["score"] for r in rows if r["scheme"] == other}
-        assert entries[scheme]["wins"] == sum(score[link] > rival[link] for link in links)
+    # Wins: per link, the best of the baselines and the policy (not the oracle, not the bound).
+    contestants = ("cubic", "vegas", policy)
+    score = {(r["link"], r["scheme"]): r["score"] for r in rows}
+    for scheme in contestants:
+        assert entries[scheme]["wins"] == sum(
+            all(score[link, scheme] > score[link, other] for other in contestants
+                if other != scheme) for link in links)
     assert entries["oracle"]["wins"] is None and entries["omniscient"]["role"] == "bound"
+    assert entries[policy]["role"] == "policy" and entries["cubic"]["role"] == "baseline"
     best = max(("cubic", "vegas"), key=lambda s: entries[s]["mean_score"])
     assert summary["best_baseline"] == best
     assert [e["scheme"] for e in summary["schemes"]][0] == "omniscient"
@@ -71,7 +81,8 @@ def test_estimate_is_printed_before_the_work(tiny, tmp_path: Path) -> None:
     lines = printed.splitlines()
     estimate = next(i for i, line in enumerate(lines) if line.startswith("estimate: about"))
     table = next(i for i, line in enumerate(lines) if line.startswith("scheme "))
-    assert lines[0].startswith("suite: 1 group, 6 links x 3 schemes") and estimate < table
+    assert lines[0].startswith("suite: 1 group, 6 links x 4 schemes") and estimate < table
+    assert " against it" in printed  # the policy's margin over the best baseline
     out = tmp_path / "never.json"
     code, printed, _ = run_suite(*TINY, "--estimate-only", "--json", str(out))
     assert code == 0 and "estimate: about" in printed
