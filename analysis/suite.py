@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ccgym.analysis.evaluate import check_run_length, evaluate, link_duration_ms, run_scheme
+from ccgym.analysis.evaluate import (check_run_length, evaluate, link_duration_ms,
+                                    omniscient_runs, run_scheme)
 from ccgym.emulators.links import (DATA_ENV, Link, data_dir, link_from_spec, needs_shared_data,
                                    resolve_entries)
 from ccgym.errors import UserError
@@ -32,11 +33,12 @@ OMNISCIENT = "omniscient"
 SUITE_KIND = "suite"
 SUITE_VERSION = 1
 
-# Calibration: each scheme runs once on a slow and once on a fast link for CALIBRATION_MS, so
-# that its cost splits into a part per simulated millisecond (steps, timers) and a part per
-# packet; a link's estimate is then its duration and its delivery opportunities priced so.
-CALIBRATION_LINKS = ("rate_mbps=2,delay_ms=20", "rate_mbps=48,delay_ms=20")
-CALIBRATION_MS = 5000.0
+# Calibration: each scheme (and the bound) runs on a slow link briefly and longer, and on a
+# fast link, so that its cost splits into a part per run (building and scoring it), a part per
+# simulated millisecond (steps, timers) and a part per packet; a link's estimate is then its
+# duration and its delivery opportunities priced so. (link spec, simulated ms) each.
+CALIBRATION_RUNS = (("rate_mbps=2,delay_ms=20", 1000.0), ("rate_mbps=2,delay_ms=20", 5000.0),
+                    ("rate_mbps=48,delay_ms=20", 5000.0))
 CALIBRATION_REPEATS = 2  # the fastest of these counts: a busy machine's pauses are not the work
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
@@ -110,42 +112,49 @@ def make_plan(groups: Sequence[str], duration_s: float | None) -> Plan:
 
 @dataclass(frozen=True)
 class Cost:
-    """A scheme's cost on this machine: seconds per simulated ms and per packet opportunity."""
+    """A scheme's cost on this machine: seconds per run, per simulated ms, per packet."""
+    per_run: float
     per_ms: float
     per_packet: float
 
     def seconds(self, duration_ms: float, opportunities: int) -> float:
-        return self.per_ms * duration_ms + self.per_packet * opportunities
+        return self.per_run + self.per_ms * duration_ms + self.per_packet * opportunities
 
 
 def calibrate(schemes: Sequence[str]) -> dict[str, Cost]:
-    """Times each scheme on the two CALIBRATION_LINKS (a second or two for the whole list)."""
+    """Times each scheme, and the omniscient bound, on CALIBRATION_RUNS (a second or two for
+    every scheme of the catalog)."""
+    import numpy as np
+
     from ccgym.emulators import _core
 
-    links = [link_from_spec(spec) for spec in CALIBRATION_LINKS]
-    packets = [len(_core.opportunities(link.spec, CALIBRATION_MS)) for link in links]
-    run_scheme(links[0], schemes[0], [1], CALIBRATION_MS)  # the first run pays for warming up
+    points = [(link_from_spec(spec), ms) for spec, ms in CALIBRATION_RUNS]
+    # Each run's (1, ms, packets): solving for the three costs.
+    terms = np.array([(1.0, ms, len(_core.opportunities(link.spec, ms))) for link, ms in points])
+    _best_time(schemes[0], *points[0])  # the first runs pay for warming up
     costs = {}
-    for scheme in schemes:
-        seconds = [_best_time(scheme, link) for link in links]
-        per_packet = max(0.0, (seconds[1] - seconds[0]) / (packets[1] - packets[0]))
-        per_ms = max(0.0, (seconds[0] - per_packet * packets[0]) / CALIBRATION_MS)
-        costs[scheme] = Cost(per_ms, per_packet)
+    for scheme in [*schemes, OMNISCIENT]:
+        seconds = [_best_time(scheme, link, ms) for link, ms in points]
+        # Timing noise can make a part negative: no part of a run takes less than nothing.
+        costs[scheme] = Cost(*np.clip(np.linalg.solve(terms, seconds), 0.0, None).tolist())
     return costs
 
 
-def _best_time(scheme: str, link: Link) -> float:
+def _best_time(scheme: str, link: Link, duration_ms: float) -> float:
     """Seconds of one calibration run: the fastest of CALIBRATION_REPEATS."""
     best = math.inf
     for _ in range(CALIBRATION_REPEATS):
         start = time.perf_counter()
-        run_scheme(link, scheme, [1], CALIBRATION_MS)
+        if scheme == OMNISCIENT:
+            omniscient_runs(link, [1], duration_ms)
+        else:
+            run_scheme(link, scheme, [1], duration_ms)
         best = min(best, time.perf_counter() - start)
     return best
 
 
 def link_costs(plan: Plan, costs: dict[str, Cost], runs: int) -> dict[tuple[str, str], float]:
-    """Estimated seconds per (group, link name): every scheme, `runs` times."""
+    """Estimated seconds per (group, link name): every scheme and the bound, `runs` times."""
     return {key: runs * sum(cost.seconds(duration_ms, plan.opportunities[key])
                             for cost in costs.values())
             for key, duration_ms in plan.durations_ms.items()}
@@ -161,8 +170,8 @@ def describe_work(plan: Plan, schemes: Sequence[str], runs: int, estimate_s: flo
              f"{_plural(runs, 'run')}: {links * len(schemes) * runs} simulations, "
              f"{span(simulated_s * len(schemes) * runs)} of simulated link time, "
              f"{packets * len(schemes) * runs / 1e6:.1f} M packet opportunities",
-             f"estimate: about {span(estimate_s)} on this machine now (each scheme timed on two "
-             f"{CALIBRATION_MS / 1000:g} s runs; a busier machine takes longer)"]
+             f"estimate: about {span(estimate_s)} on this machine now (each scheme timed on "
+             f"{len(CALIBRATION_RUNS)} short runs; a busier machine takes longer)"]
     lines += [f"skipping {group}: {reason}" for group, reason in plan.skipped.items()]
     return "\n".join(lines)
 
