@@ -72,8 +72,7 @@ def replace_between_markers(text: str, body: str, where: Path) -> str:
     return f"{head}{BEGIN}\n{body}\n{END}{tail}"
 
 
-def suite_json(suite_flags: list[str], folder: Path) -> Path:
-    out = folder / "suite.json"
+def suite_json(suite_flags: list[str], out: Path) -> Path:
     code = ccgym_main(["suite", *suite_flags, "--json", str(out)])
     if code != 0:
         sys.exit(code)
@@ -84,11 +83,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from-json", type=Path, help="a `ccgym suite --json` file to use")
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="the Markdown to update")
+    parser.add_argument("--json", type=Path, help="keep the suite's JSON here (for ccgym report)")
     args, suite_flags = parser.parse_known_args()
-    if args.from_json and suite_flags:
-        sys.exit(f"--from-json reads a finished suite: drop {' '.join(suite_flags)}")
+    if args.from_json and (suite_flags or args.json):
+        sys.exit(f"--from-json reads a finished suite: drop {' '.join(suite_flags) or '--json'}")
     with tempfile.TemporaryDirectory(prefix="ccgym-results-") as tmp:
-        path = args.from_json or suite_json(suite_flags, Path(tmp))
+        path = args.from_json or suite_json(suite_flags, args.json or Path(tmp) / "suite.json")
         try:
             doc = check_document(path, json.loads(path.read_text()))
         except (UserError, OSError, json.JSONDecodeError) as e:
