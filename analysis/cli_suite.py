@@ -14,8 +14,9 @@ Before any work it prints the suite's size and an estimate of its time on this m
 progress bar. At the end, a summary table per group: each scheme's mean score over the group's
 links, its mean gap to the omniscient bound's score, and its wins (links where it scored best
 among the baselines and policies). --json writes every per-link row and the summaries;
-`ccgym report SUITE.json` renders them as HTML. The whole suite takes an hour or more on two
-cores; narrow it with --groups, --schemes, --duration-s. Examples:
+`ccgym report SUITE.json` renders them as HTML. The whole suite takes minutes on two cores
+(a policy adds its inference; the estimate says how long here); narrow it with --groups,
+--schemes, --duration-s. Examples:
 
   ccgym suite --json suite.json
   ccgym train quick && ccgym suite --policies lstm:runs/quick__1__20260101-120000 --json suite.json
@@ -45,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(a packaged config: quick, indigo, cellular, mixed) writes a run "
                              "folder runs/NAME__SEED__TIME/ to give here")
     parser.add_argument("--no-oracle", action="store_true",
-                        help="leave out the oracle (its ideal window is slow to find on long traces)")
+                        help="leave out the oracle (the slowest scheme: it is decided in Python "
+                             "every 10 ms)")
     parser.add_argument("--runs", type=flags.count(1), default=1,
                         help="runs per scheme and link, seeds seed..seed+runs-1")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
