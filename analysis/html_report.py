@@ -8,6 +8,8 @@ details. Inputs are recognized by their content:
 - a JSON object with "kind": "calibration" (`ccgym calibrate --json`): the fitted link, the
   replication error per scheme and left out, measured vs calibrated points;
 - a training run folder (config.toml + TensorBoard events): analysis/report_training.py;
+- a JSON object with "kind": "suite" (`ccgym suite --json`): each group's summary table
+  and per-link leaderboards;
 - a plots folder (`--plots DIR` of eval or run): its figures, by link (throughput and delay
   over time).
 
@@ -77,6 +79,7 @@ class Inputs:
     oracles: list[OracleInput] = field(default_factory=list)
     runs: list[TrainingRun] = field(default_factory=list)
     plots: list[PlotsFolder] = field(default_factory=list)
+    suites: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
 
 
 def read_inputs(paths: Sequence[str | Path]) -> Inputs:
@@ -89,6 +92,10 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
         doc = _read_json(path)
         if isinstance(doc, dict) and doc.get("kind") == "calibration":
             inputs.calibrations.append(CalibrationInput(path, doc))
+        elif isinstance(doc, dict) and doc.get("kind") == "suite":
+            from ccgym.analysis.suite import check_document
+
+            inputs.suites.append((path, check_document(path, doc)))
         elif isinstance(doc, list) and doc and all(
                 isinstance(r, dict) and ORACLE_KEYS <= set(r) for r in doc):
             inputs.oracles.append(OracleInput(path, doc))
@@ -98,9 +105,10 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
             inputs.rows.append(RowsInput(path, doc))
         else:
             raise UserError(f"{path}: neither leaderboard rows (ccgym eval/run --json), an "
-                            "oracle table (ccgym oracle --json) nor a calibration "
-                            "(ccgym calibrate --json)")
-    if not (inputs.rows or inputs.calibrations or inputs.oracles or inputs.runs or inputs.plots):
+                            "oracle table (ccgym oracle --json), a suite (ccgym suite --json) "
+                            "nor a calibration (ccgym calibrate --json)")
+    if not (inputs.rows or inputs.calibrations or inputs.oracles or inputs.runs or inputs.plots
+            or inputs.suites):
         raise UserError("nothing to report: give at least one input")
     return inputs
 
@@ -201,6 +209,35 @@ def _plane(link: str, rows: Sequence[Mapping[str, Any]], duration: float | None,
                          "omniscient bound, the dashed line the hull of every point")
 
 
+def _suite_section(path: Path, doc: dict[str, Any]) -> Section:
+    """`ccgym suite --json`: per group its summary table, then its links' leaderboards folded."""
+    from ccgym.analysis.suite import SUMMARY_HEADER as SUITE_HEADER
+    from ccgym.analysis.suite import group_notes
+    from ccgym.analysis.suite import summary_cells as suite_cells
+
+    options = ", ".join(f"{k} {v}" for k, v in doc["options"].items())
+    parts = [f'<p class="note">{e(options)}; wall time {doc["wall_s"]:.0f} s</p>']
+    parts += [f'<p class="note">skipped {e(s["group"])}: {e(s["reason"])}</p>'
+              for s in doc["skipped"]]
+    summaries = []
+    for group, summary in doc["summary"].items():
+        lines = suite_cells(summary)
+        group_table = table(SUITE_HEADER, lines,
+                            ["bound" if line[1] == "bound" else "" for line in lines])
+        summaries.append(f"<h3>{e(group)}</h3>{group_table}")
+        parts += [f"<h3>{e(group)}</h3>", f'<p class="note">{e(group_notes(group, summary))}</p>',
+                  group_table,
+                  f"<details><summary>{summary['links']} links, one leaderboard each</summary>"]
+        by_link: dict[str, list[dict[str, Any]]] = {}
+        for row in (r for r in doc["rows"] if r["group"] == group):
+            by_link.setdefault(str(row["link"]), []).append(row)
+        for link, rows in by_link.items():
+            header, cells, bound_lines = leaderboard_cells(rows)
+            parts += [f"<h4>{e(link)}</h4>", table(header, cells, ["bound"] * bound_lines)]
+        parts.append("</details>")
+    return Section(f"Suite: {label(path)}", "\n".join(parts), "\n".join(summaries))
+
+
 def _calibration_section(item: CalibrationInput, figures: Figures) -> Section:
     from ccgym.analysis.plots import plot_calibration
 
@@ -279,6 +316,7 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
         sections = [_rows_section(r, figures) for r in inputs.rows]
         sections += [_oracle_section(o) for o in inputs.oracles]
         sections += [_calibration_section(c, figures) for c in inputs.calibrations]
+        sections += [_suite_section(path, doc) for path, doc in inputs.suites]
         if len(inputs.runs) > 1:
             sections.append(comparison_section(inputs.runs, figures))
         runs = [training_section(r, figures) for r in inputs.runs]
@@ -288,7 +326,8 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
         sections += [_plots_section(p, base) for p in inputs.plots]
     every = ([str(r.path) for r in inputs.rows] + [str(o.path) for o in inputs.oracles]
              + [str(c.path) for c in inputs.calibrations]
-             + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots])
+             + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots]
+             + [str(path) for path, _ in inputs.suites])
     intro = (f'<p class="note">Made {time.strftime("%Y-%m-%d %H:%M:%S %Z")} from: '
              f"{e(', '.join(every))}</p>")
     return assemble(title, intro, sections)

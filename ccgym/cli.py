@@ -37,6 +37,8 @@ VERBS = {
     "eval": ("ccgym.analysis.cli_eval", "score schemes on links: the contest's leaderboard"),
     "schemes": ("ccgym.policies.cli_schemes",
                 "list the congestion-control schemes, their parameters, defaults and ranges"),
+    "suite": ("ccgym.analysis.cli_suite",
+              "every scheme and policy on every evaluation group: the suite's leaderboard"),
     "oracle": ("ccgym.oracle.cli_oracle", "the ideal window of each link and its score"),
     "train": ("ccgym.train.cli_train", "train an LSTM policy with DAgger from a TOML config"),
     "ensemble": ("ccgym.policies.cli_ensemble",
