@@ -80,11 +80,9 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         if not policy.startswith("lstm:"):
             raise UserError(f"--policies: {policy!r} is not lstm:RUN_FOLDER|FILE.pt|FILE.onnx")
     if policies:
-        import torch
+        from ccgym.policies.lstm import one_inference_thread
 
-        # One step of a policy is a batch of --runs flows: torch's thread pool only adds
-        # hand-offs, and on a busy 2-core machine those made each step 45x slower.
-        torch.set_num_threads(1)
+        one_inference_thread()
     validate_schemes(policies)  # loads each policy now: a bad file fails before any run
     return classic, policies
 

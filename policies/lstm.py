@@ -52,6 +52,13 @@ FILE_FORMAT = "ccgym-lstm-policy"
 FILE_VERSION = 1
 
 
+def one_inference_thread() -> None:
+    """For verbs that score policies: one step of a policy is a batch of a few flows, where
+    torch's thread pool only adds hand-offs (on a busy 2-core machine they made each step 45x
+    slower). Training sets its own count ([run] torch_threads)."""
+    torch.set_num_threads(1)
+
+
 def clamp_window(window: torch.Tensor) -> torch.Tensor:
     """Windows clamped to [MIN_WINDOW, MAX_WINDOW] with relu alone, as the ONNX graph does."""
     low, high = _core.MIN_WINDOW, _core.MAX_WINDOW
