@@ -19,10 +19,12 @@ window is
   (on a constant link half the BDP plus half the margin each). No feedback from the queue,
   so learned flows alone never build one.
 
-Measured (benchmarks/bench_shared_expert.py and the same cases on cellular-real's first three
-traces with a 150-packet DropTail; one expert flow beside one competitor, shares after a 5 s
-ramp, 30-60 s): this rule holds 0.49-0.51 of 24 Mbit/s, 20 ms links against cubic, bbr,
-vegas and copa at 0.5-4 BDPs, and 0.49-0.55 on the traces. Rejected, each measured the same
+Measured (benchmarks/bench_shared_expert.py, 60 s, seeds 1-3, and the same pairs for 30 s on
+cellular-real's first three traces with a 150-packet DropTail; one expert flow beside one
+competitor, either starting 5 s after the other, shares after a 5 s ramp): this rule holds
+0.49-0.50 against cubic, bbr, vegas and copa on 12, 24 and 48 Mbit/s links (60, 20, 10 ms)
+with DropTail buffers of 0.5-4 BDPs, two expert flows 0.500 (Jain 1.000), and 0.49-0.55 on
+the traces. Rejected, each measured the same
 way:
 - ideal / N alone (the single-flow ideal split, no matching): 0.28 / 0.11 against cubic at
   1 / 4 BDPs, 0.28 against bbr: they keep a queue the split does not count.
@@ -39,7 +41,8 @@ way:
   used.
 Known limit: against cubic on an infinite queue (cellular-real as configured) cubic queues
 seconds, and a learned flow that starts second cannot follow within the growth ceiling (it
-grows only on ACKs, to twice the flight they show): 0.001-0.003; starting first, 0.35-0.38.
+grows only on ACKs, to twice the flight they show): 0.001-0.003; starting first, 0.36-0.38;
+three expert flows there share with Jain 0.995-1.0.
 
 What the expert knows, from the simulator, at each step's start (causal where the
 single-flow expert is: it knows the link's trace as that one does): the link's ideal
