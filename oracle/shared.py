@@ -24,18 +24,17 @@ cellular-real's first three traces with a 150-packet DropTail; one expert flow b
 competitor, either starting 5 s after the other, shares after a 5 s ramp): this rule holds
 0.49-0.50 against cubic, bbr, vegas and copa on 12, 24 and 48 Mbit/s links (60, 20, 10 ms)
 with DropTail buffers of 0.5-4 BDPs, two expert flows 0.500 (Jain 1.000), and 0.49-0.55 on
-the traces. Rejected, each measured the same
-way:
+the traces. Rejected (measured the same way, but the second):
 - ideal / N alone (the single-flow ideal split, no matching): 0.28 / 0.11 against cubic at
   1 / 4 BDPs, 0.28 against bbr: they keep a queue the split does not count.
-- fair rate x (min RTT + the whole queue's delay) (issue 46's first form): the same as this
-  rule where a loss-based flow keeps the queue, but among learned flows alone every standing
-  queue is a fixed point (N windows of (BDP + q) / N keep q): a queue from a start above the
+- fair rate x (min RTT + the whole queue's delay) (issue 46's first form), by the fluid
+  argument: the same as this rule where a loss-based flow keeps the queue, but among learned
+  flows alone every standing queue is a fixed point (N windows of (BDP + q) / N keep q): a queue from a start above the
   pipe never drains, and any margin grows it without bound.
 - max(this rule, ideal / N) or max(this rule, the pipe the classic flows leave / n) (strict
   max-min, taking what a competitor leaves unused): 0.50-0.54 on the constant links, but on
   the traces the learned flow's floor becomes queue when the rate drops, a delay-based
-  competitor yields to it, and the floor takes more: 0.56-0.84 against copa, up to 0.69
+  competitor yields to it, and the floor takes more: 0.55-0.84 against copa, up to 0.69
   against vegas. The price of matching instead: beside a competitor that wants less than its
   share (fixed:window=20 on an 80-packet pipe) the expert keeps 20 too and the link is half
   used.
