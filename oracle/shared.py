@@ -29,8 +29,8 @@ the traces. Rejected (measured the same way, but the second):
   1 / 4 BDPs, 0.28 against bbr: they keep a queue the split does not count.
 - fair rate x (min RTT + the whole queue's delay) (issue 46's first form), by the fluid
   argument: the same as this rule where a loss-based flow keeps the queue, but among learned
-  flows alone every standing queue is a fixed point (N windows of (BDP + q) / N keep q): a queue from a start above the
-  pipe never drains, and any margin grows it without bound.
+  flows alone every standing queue is a fixed point (N windows of (BDP + q) / N keep q): a
+  queue from a start above the pipe never drains, and any margin grows it without bound.
 - max(this rule, ideal / N) or max(this rule, the pipe the classic flows leave / n) (strict
   max-min, taking what a competitor leaves unused): 0.50-0.54 on the constant links, but on
   the traces the learned flow's floor becomes queue when the rate drops, a delay-based
