@@ -8,7 +8,7 @@ from ccgym.analysis.metrics import jain_index
 from ccgym.emulators import _core
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.envs.shared_link import SharedLinkEnv, SharedLinks
-from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.link_env import EnvConfig, LinkEnv
 
 CONSTANT = "rate_mbps=24,delay_ms=20"   # BDP 80 packets
 BDP = 80.0
@@ -28,15 +28,35 @@ def expert_episode(env, steps):
     return np.array(delivered), np.array(windows)
 
 
-def test_two_learned_flows_on_a_constant_link_converge_to_equal_shares():
+@pytest.mark.parametrize("entry", ["self", "self:2"])
+def test_learned_flows_on_a_constant_link_converge_to_equal_shares(entry):
     env = SharedLinkMultiAgentEnv({"links": [CONSTANT], "episode_ms": 12_000,
-                                   "competitors": ["self"], "competitor_starts": ["after"],
+                                   "competitors": [entry], "competitor_starts": ["after"],
                                    "competitor_stagger_ms": 2000.0})
     delivered, windows = expert_episode(env, 1200)
-    totals = delivered[RAMP_STEPS + 200:].sum(axis=0)   # the second flow has ramped up too
+    totals = delivered[RAMP_STEPS + 200:].sum(axis=0)   # the later flows have ramped up too
     assert jain_index(totals) >= 0.95
-    # Each half the BDP, the constant link's ideal window, once both send.
-    np.testing.assert_allclose(windows[-1], [BDP / 2, BDP / 2])
+    # Each the BDP (the constant link's ideal window) over the flows, once all send.
+    flows = len(env.possible_agents)
+    np.testing.assert_allclose(windows[-1], [BDP / flows] * flows)
+
+
+def test_with_nothing_competing_it_labels_as_link_v0s_expert():
+    config = {"links": ["rate_mbps=24,delay_ms=20,queue=droptail:packets=80",
+                        "rate_mbps=12,delivery=poisson,delay_ms=10"], "episode_ms": 2000,
+              "random_start": 0.5, "oracle_duration_ms": 2000}
+    shared = SharedLinkEnv({**config, "competitors": ["none"]})
+    single = LinkEnv(config)
+    shared.reset(seed=4)
+    _, info = single.reset(seed=4)
+    for step in range(450):   # over two episodes
+        assert shared.expert_action() == info["expert_action"], step
+        action = (step * 5) % _core.NUM_ACTIONS
+        _, _, _, truncated, _ = shared.step(action)
+        _, _, _, _, info = single.step(action)
+        if truncated:
+            shared.reset()
+            _, info = single.reset()
 
 
 def test_the_ideals_margin_is_shared_on_a_droptail_link():
@@ -76,6 +96,21 @@ def test_an_expert_flow_holds_its_share_against_cubic_on_a_one_bdp_droptail():
             capacity += info["capacity_mbps"]
     # cubic keeps a 1-BDP buffer's link busy: what the link carried is its capacity.
     assert 0.35 <= delivered / capacity <= 0.65
+
+
+def test_two_learned_flows_beside_cubic_each_hold_about_a_third():
+    env = SharedLinkMultiAgentEnv({"links": ["rate_mbps=24,delay_ms=20,queue=droptail:packets=80"],
+                                   "competitors": ["cubic+self"], "competitor_starts": ["with"],
+                                   "episode_ms": 15_000, "oracle_duration_ms": 5000})
+    env.reset(seed=1)
+    delivered, capacity = np.zeros(2), 0.0
+    for step in range(1500):
+        _, _, _, _, infos = env.step(env.expert_actions())
+        if step >= RAMP_STEPS:
+            delivered += [infos["flow_0"]["delivered_mbps"], infos["flow_1"]["delivered_mbps"]]
+            capacity += infos["flow_0"]["capacity_mbps"]
+    shares = delivered / capacity   # cubic keeps the link busy: it carried its capacity
+    assert np.all((shares >= 0.2) & (shares <= 0.45)), shares
 
 
 def test_multi_agent_expert_labels_exactly_the_acting_agents():
