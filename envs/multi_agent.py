@@ -18,6 +18,7 @@ every agent still present is truncated and "__all__" is set. `agents` lists thos
 last reset's or step's observations; the next step takes an action from each of them not
 terminated. Per agent: the reward is its own step reward,
 as in Link-v0; info as in ccgym/SharedLink-v0 (fair_share_mbps for rewards to come).
+expert_actions() labels each acting agent with the DAgger expert's action (oracle/shared.py).
 
 Seeding: reset(seed=s) seeds the env's np_random (a first reset without a seed uses the
 config's seed); the same seed gives the same episodes.
@@ -116,6 +117,12 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         self._acting = set() if done else acting
         terminated[ALL], truncated[ALL] = False, done
         return obs, rewards, terminated, truncated, infos
+
+    def expert_actions(self) -> dict[str, int]:
+        """The DAgger expert's action of each agent that acts in the next step, computed for
+        all of them in one call (oracle/shared.py)."""
+        actions = self.core.expert_actions()
+        return {a: int(actions[self._row(a)]) for a in self.agents if a in self._acting}
 
     def _row(self, agent: str) -> int:
         return int(agent.removeprefix("flow_"))

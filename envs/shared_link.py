@@ -18,8 +18,11 @@ capacity_mbps (what the link delivered or could have during the step) and fair_s
 capacity_mbps / active_flows: a reward that judges sharing can use it.
 
 With competitors = ["none"] an episode is drawn and run exactly as ccgym/Link-v0's with the
-same seed (tests/envs/test_shared_link.py). There is no oracle on a shared link: no
-ideal_window or expert_action in info.
+same seed (tests/envs/test_shared_link.py). The DAgger expert of a shared link is each
+learned flow's max-min fair window (oracle/shared.py says why): env.expert_action() here,
+env.expert_actions() in the multi-agent env, SharedLinks.expert_actions() for every row; it
+is not in info, so that episodes that are not labelled never pay for the link's oracle
+(a search on a link that is not plain constant, cached).
 
 SharedLinks steps N such simulations with all their learned flows ("rows", in simulation
 order, then flow order) in one C++ call: the engine of this env, of the multi-agent env and
@@ -42,8 +45,10 @@ from ccgym.envs.competitors import SELF, Scenario, draw_scenario, parse_entry
 from ccgym.emulators.link_facts import mean_rate_mbps
 from ccgym.emulators.links import Link
 from ccgym.envs.link_env import (EnvConfig, check_render_mode, delivered_mbps, draw_episode,
-                                 observation_space, resolve_env_links, start_window,
-                                 step_delay_ms, step_reward)
+                                 link_profile, observation_space, resolve_env_links,
+                                 start_window, step_delay_ms, step_reward)
+from ccgym.oracle.ideal import ConstantIdealWindow
+from ccgym.oracle.shared import fair_windows
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,8 @@ class SharedLinks:
         self.profiles: list[SharedProfile | None] = [None] * num_sims
         self.steps = np.zeros(num_sims, dtype=np.int64)
         self.held = np.zeros(num_sims, dtype=np.int64)   # see link_env.start_window
+        self.link_index = np.zeros(num_sims, dtype=np.int64)
+        self.begin_ms = np.zeros(num_sims)   # each simulation's clock at its first step
         self._reset: set[int] = set()
         self._begins = [0] * (num_sims + 1)  # row offsets as of the last refresh
         self._row_sim = np.zeros(0, dtype=np.int64)
@@ -116,6 +123,7 @@ class SharedLinks:
         if scenario.begin_ms > 0:
             self.vec.advance(i, scenario.begin_ms)
         self.scenarios[i], self.profiles[i] = scenario, profile
+        self.link_index[i], self.begin_ms[i] = index, scenario.begin_ms
         self.steps[i] = 0
         self._reset.add(i)
 
@@ -151,6 +159,33 @@ class SharedLinks:
         reward = step_reward(delivered, delay, self._rate, self._propagation,
                              self.config.throughput_weight, self.config.delay_weight)
         return self._row_step(self.vec.observations(), reward, delivered, delay, stats)
+
+    def expert_windows(self) -> np.ndarray:
+        """Each row's expert window now (oracle/shared.py), from the last step's statistics."""
+        self._refresh_rows()
+        stats = self.vec.stats()
+        return fair_windows(self._ideal_windows()[self._row_sim], stats[:, _core.STAT_ACTIVE_FLOWS],
+                            stats[:, _core.STAT_CLASSIC_FLOWS],
+                            stats[:, _core.STAT_CLASSIC_IN_FLIGHT])
+
+    def expert_actions(self) -> np.ndarray:
+        """Each row's expert action (int64): the one closest to its expert window, within
+        its growth ceiling; one C++ call for every row."""
+        return self.vec.closest_actions(self.expert_windows()).astype(np.int64)
+
+    def _ideal_windows(self) -> np.ndarray:
+        """Each simulation's single-flow ideal window now: one oracle call per distinct link,
+        all its simulations' clocks at once."""
+        now = self.begin_ms + self.steps * _core.STEP_MS
+        ideal = np.zeros(self.num_sims)
+        for index in np.unique(self.link_index):
+            sims = self.link_index == index
+            window = link_profile(self.links[int(index)], self.config).ideal
+            if isinstance(window, ConstantIdealWindow):
+                ideal[sims] = window.value
+            else:
+                ideal[sims] = window.windows(now[sims])
+        return ideal
 
     def _row_step(self, obs: np.ndarray, reward: np.ndarray, delivered: np.ndarray,
                   delay: np.ndarray, stats: np.ndarray) -> RowStep:
@@ -217,6 +252,10 @@ class SharedLinkEnv(gym.Env[np.ndarray, np.int64]):
 
     def _info(self, rows: RowStep) -> dict[str, Any]:
         return row_info(rows, 0, self.core.profiles[0].name, self.core.scenarios[0].entry)
+
+    def expert_action(self) -> int:
+        """The DAgger expert's action for the learned flow now (oracle/shared.py)."""
+        return int(self.core.expert_actions()[0])
 
 
 def row_info(rows: RowStep, r: int, link: str, entry: str) -> dict[str, Any]:

@@ -127,6 +127,8 @@ NB_MODULE(_core, m) {
   m.attr("STAT_ACTIVE_FLOWS") = kStatActiveFlows;
   m.attr("STAT_CAPACITY_BYTES") = kStatCapacityBytes;
   m.attr("STAT_GROWTH_CEILING") = kStatGrowthCeiling;
+  m.attr("STAT_CLASSIC_FLOWS") = kStatClassicFlows;
+  m.attr("STAT_CLASSIC_IN_FLIGHT") = kStatClassicInFlight;
   m.attr("STAT_COLUMNS") = kStatColumns;
   nb::list actions;
   for (const auto& a : kActions)

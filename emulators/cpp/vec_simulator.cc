@@ -123,6 +123,13 @@ int VecSimulator::previous_action(std::size_t row) {
 void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
   Simulator& s = *sims_[i];
   const double active_flows = static_cast<double>(s.active_flows());
+  double classic_flows = 0, classic_in_flight = 0;
+  for (std::size_t f = 0; f < s.num_flows(); ++f) {
+    if (s.external(f) != nullptr || !s.sender(f).active(s.now_ms())) continue;
+    classic_flows += 1;
+    classic_in_flight += static_cast<double>(s.sender(f).in_flight());
+  }
+  if (classic_flows > 0) classic_in_flight /= classic_flows;
   const std::size_t first = layout_.begin[i];
   for (std::size_t r = first; r < layout_.begin[i + 1]; ++r) {
     const uint32_t f = layout_.flow[r];
@@ -140,6 +147,8 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
     row[kStatActiveFlows] = active_flows;
     row[kStatCapacityBytes] = static_cast<double>(capacity_bytes);
     row[kStatGrowthCeiling] = growth_ceiling(sender.features(), *s.external(f));
+    row[kStatClassicFlows] = classic_flows;
+    row[kStatClassicInFlight] = classic_in_flight;
   }
 }
 

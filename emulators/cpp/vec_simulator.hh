@@ -25,7 +25,9 @@ namespace ccgym {
 // delivered, mean one-way delay of the packets that arrived (ms; NaN if none), the window,
 // whether the flow sends at the step's end (1: started, not stopped), how many flows of its
 // simulation send then (classic ones included), the bytes the link could carry during the
-// step (its delivery opportunities), and the flow's growth ceiling (actions.hh) now.
+// step (its delivery opportunities), the flow's growth ceiling (actions.hh) now, and of its
+// simulation's classic (not external) flows sending now: how many, and their mean packets in
+// flight (0 if none) - what the shared-link expert (oracle/shared.py) matches.
 inline constexpr std::size_t kStatDeliveredBytes = 0;
 inline constexpr std::size_t kStatMeanDelayMs = 1;
 inline constexpr std::size_t kStatWindow = 2;
@@ -33,7 +35,9 @@ inline constexpr std::size_t kStatActive = 3;
 inline constexpr std::size_t kStatActiveFlows = 4;
 inline constexpr std::size_t kStatCapacityBytes = 5;
 inline constexpr std::size_t kStatGrowthCeiling = 6;
-inline constexpr std::size_t kStatColumns = 7;
+inline constexpr std::size_t kStatClassicFlows = 7;
+inline constexpr std::size_t kStatClassicInFlight = 8;
+inline constexpr std::size_t kStatColumns = 9;
 
 // The default number of threads spreads at least this many flows onto each: below it a
 // step is so short that the hand-off between threads costs more than it saves

@@ -153,6 +153,36 @@ TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
   }
 }
 
+TEST(VecSimulator, ClassicFlowsSendingAndTheirMeanInFlightAreEveryRowsStatistics) {
+  VecSimulator vec(1, 1);
+  // Fixed windows of 30 and 50 keep exactly that many packets in flight once sending.
+  vec.reset_flows(0, kLink, 1, {flow("external"), flow("fixed:window=30", 0, 300),
+                                flow("fixed:window=50", 100), flow("external", 50)}, 10);
+  const std::vector<int32_t> hold(2, kHoldAction);
+  std::vector<double> st(2 * kStatColumns);
+  auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
+  for (int step = 1; step <= 40; ++step) {
+    vec.step(hold.data());
+    vec.stats(st.data());
+    const double now = step * kStepMs;
+    const double classic = (now < 300) + (now >= 100);
+    for (std::size_t row = 0; row < 2; ++row) {  // both rows see their simulation's
+      ASSERT_EQ(at(row, kStatClassicFlows), classic) << now;
+    }
+    if (now >= 150 && now < 300) {
+      ASSERT_EQ(at(1, kStatClassicInFlight), (30 + 50) / 2.0) << now;
+    }
+    if (now >= 350) {
+      ASSERT_EQ(at(0, kStatClassicInFlight), 50) << now;
+    }
+  }
+  vec.reset(0, kLink, 1, 10);  // alone: no classic flow, nothing in flight
+  vec.step(hold.data());
+  vec.stats(st.data());
+  EXPECT_EQ(at(0, kStatClassicFlows), 0);
+  EXPECT_EQ(at(0, kStatClassicInFlight), 0);
+}
+
 TEST(VecSimulator, DefaultThreadsGrowWithTheFlows) {
   EXPECT_EQ(default_threads(1), 1);
   EXPECT_EQ(default_threads(kMinFlowsPerThread - 1), 1);
