@@ -30,17 +30,10 @@ $CCGYM_CACHE/oracle (default ~/.cache/ccgym/oracle).
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import math
-import os
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -48,8 +41,8 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
                                         mean_rate_mbps)
 from ccgym.emulators.stepping import run_stepped
-from ccgym.files import atomic_write_json, cache_root
 from ccgym.measure.metrics import summarize
+from ccgym.oracle.cache import cached_search
 
 # The search's first grid spans these multiples of the BDP (Indigo searched near the BDP).
 SEARCH_LOW_FACTOR = 0.5
@@ -75,10 +68,6 @@ MAX_LOOKBACK = 2.0
 FIXED_WINDOW_BOUNDS = (1.0, float(_core.MAX_WINDOW))
 # A link with no propagation delay still looks ahead one millisecond, a trace's resolution.
 MIN_HORIZON_MS = 1.0
-
-CACHE_FOLDER = "oracle"
-# Bump when a cached result's meaning changes in a way the code digest below cannot see.
-CACHE_VERSION = 2
 
 
 class IdealWindow(Protocol):
@@ -391,9 +380,9 @@ def _trace_ideal(spec: str, seed: int, duration_ms: float,
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
     count of any one RTT is mostly noise and a steady window can do better."""
-    trace = _cached("trace", TraceWindowSearch, spec, seed, duration_ms,
-                    lambda: best_trace_window(spec, seed, duration_ms, lookbacks),
-                    lookbacks=list(lookbacks))
+    trace = cached_search("trace", TraceWindowSearch, spec, seed, duration_ms,
+                          lambda: best_trace_window(spec, seed, duration_ms, lookbacks),
+                          lookbacks=list(lookbacks))
     fixed = _cached_fixed(spec, seed, duration_ms)
     if _rank(fixed.score) > _rank(trace.score):
         return ConstantIdealWindow(fixed.window, "search", fixed.score)
@@ -401,101 +390,14 @@ def _trace_ideal(spec: str, seed: int, duration_ms: float,
 
 
 def _cached_fixed(spec: str, seed: int, duration_ms: float) -> FixedWindowSearch:
-    return _cached("fixed", FixedWindowSearch, spec, seed, duration_ms,
-                   lambda: best_fixed_window(spec, seed, duration_ms))
+    return cached_search("fixed", FixedWindowSearch, spec, seed, duration_ms,
+                         lambda: best_fixed_window(spec, seed, duration_ms))
 
 
 def expert_action(window: float, ideal: float, ceiling: float = _core.MAX_WINDOW) -> int:
     """The action whose result, grown at most to the ceiling (the policy's growth ceiling), is
     closest to the ideal window (the C++ definition)."""
     return int(_core.closest_action(window, ideal, ceiling))
-
-
-def oracle_cache_dir() -> Path:
-    """$CCGYM_CACHE/oracle, else ${XDG_CACHE_HOME:-~/.cache}/ccgym/oracle."""
-    return cache_root() / CACHE_FOLDER
-
-
-def _trace_identity(path: str) -> list[Any]:
-    """A trace's path, size and modification time: an edited trace misses the cache."""
-    if not path:
-        return []
-    stat = os.stat(path)
-    return [path, stat.st_size, stat.st_mtime_ns]
-
-
-def _code_files() -> list[Path]:
-    """What a search's result depends on: this module and every ccgym module it reaches
-    through module-level names, transitively (the stepping loop, the metrics that score a
-    window and the packet logs they read, the link facts, the compiled core). Followed, not
-    listed, so that a module added or moved is never left out of the digest."""
-    seen: dict[str, Path] = {}
-    todo = [sys.modules[__name__]]
-    while todo:
-        module = todo.pop()
-        # A package's names include whichever submodules happen to be imported: skipped, so
-        # that the digest never depends on what else the process imported.
-        if module.__name__ in seen or hasattr(module, "__path__"):
-            continue
-        seen[module.__name__] = Path(str(module.__file__))
-        for value in vars(module).values():
-            name = value.__name__ if isinstance(value, ModuleType) else getattr(
-                value, "__module__", None)
-            if isinstance(name, str) and name.startswith("ccgym.") and name in sys.modules:
-                todo.append(sys.modules[name])
-    return [seen[name] for name in sorted(seen)]
-
-
-@functools.cache
-def code_digest() -> str:
-    """A digest of the code that computes the oracle and of numpy's version (the metrics'
-    percentiles and sums are numpy's): a change to any of it (an edit, a rebuilt core, an
-    upgraded numpy) misses the cache instead of reusing windows the old code chose, so that
-    a run from a full cache labels what one from an empty cache would."""
-    digest = hashlib.sha256(np.__version__.encode())
-    for path in _code_files():
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _cache_path(kind: str, spec: str, seed: int, duration_ms: float,
-                choices: dict[str, Any]) -> Path:
-    """choices: what else the search was asked (a trace search's lookbacks)."""
-    parsed = _core.parse_link_spec(spec)
-    key = {"version": CACHE_VERSION, "code": code_digest(), "kind": kind, "spec": spec,
-           "seed": seed, **choices,
-           "duration_ms": duration_ms, "data_trace": _trace_identity(parsed.data_trace),
-           "ack_trace": _trace_identity(parsed.ack_trace)}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    return oracle_cache_dir() / f"{kind}-{digest}.json"
-
-
-Search = TypeVar("Search", FixedWindowSearch, TraceWindowSearch)
-
-
-def _cached(kind: str, result_type: type[Search], spec: str, seed: int, duration_ms: float,
-            compute: Callable[[], Search], **choices: Any) -> Search:
-    """A search's result from the disk cache, else computed and stored (best effort)."""
-    path = _cache_path(kind, spec, seed, duration_ms, choices)
-    try:
-        stored = json.loads(path.read_text())
-        return result_type(**{name: float(value) for name, value in stored["result"].items()})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    result = compute()
-    # Python's json writes and reads back -Infinity and NaN: this file is only ours to read.
-    _store(path, {"result": asdict(result), "spec": spec, "seed": seed,
-                  "duration_ms": duration_ms, **choices})
-    return result
-
-
-def _store(path: Path, record: dict[str, Any]) -> None:
-    # Atomic (write then rename), so concurrent workers never read half a file; a read-only
-    # cache only costs a recomputation.
-    try:
-        atomic_write_json(path, record, indent=None)
-    except OSError:
-        pass
 
 
 # ---------------------------------------------------------------- a link's summary

@@ -10,6 +10,7 @@ import pytest
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.emulators import _core
 from ccgym.emulators.links import Link
+from ccgym.oracle import cache
 from ccgym.oracle import ideal as oracle
 from ccgym.oracle.ideal import (ConstantIdealWindow, TraceIdealWindow, bdp_packets,
                                 best_fixed_window, expert_action, fixed_window_scores,
@@ -223,14 +224,14 @@ def test_a_change_to_the_oracle_code_misses_the_disk_cache(tmp_path, monkeypatch
     # The same search after an edit to the code it depends on (here: one more file of it).
     edited = tmp_path / "edited.py"
     edited.write_text("# a change\n")
-    files = oracle._code_files()
-    monkeypatch.setattr(oracle, "_code_files", lambda: [*files, edited])
-    oracle.code_digest.cache_clear()
+    files = cache.code_files()
+    monkeypatch.setattr(cache, "code_files", lambda: [*files, edited])
+    cache.code_digest.cache_clear()
     oracle._MEMORY.clear()
     try:
         ideal_window(link, duration_ms=2000)
     finally:
-        oracle.code_digest.cache_clear()
+        cache.code_digest.cache_clear()
     assert len(list((tmp_path / "oracle").glob("fixed-*.json"))) == 2  # searched again
 
 
@@ -240,8 +241,8 @@ def test_the_code_digest_covers_every_module_a_search_uses() -> None:
     from ccgym.measure import logs, metrics
     from ccgym.emulators import link_facts, stepping
 
-    files = oracle._code_files()
-    for module in (oracle, metrics, logs, link_facts, stepping, _core):
+    files = cache.code_files()
+    for module in (oracle, cache, metrics, logs, link_facts, stepping, _core):
         assert Path(module.__file__) in files, module.__name__
 
 
@@ -249,10 +250,11 @@ def test_the_code_digest_does_not_depend_on_what_else_was_imported() -> None:
     # A Ray worker imports the environments and torch before its first search, the CLI of
     # `ccgym oracle` does not: both must find each other's cache entries.
     def digest(first_imports: str) -> str:
-        script = f"{first_imports}\nfrom ccgym.oracle import ideal\nprint(ideal.code_digest())"
+        script = (f"{first_imports}\nfrom ccgym.oracle import cache, ideal\n"
+                  "print(cache.code_digest())")
         return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               check=True).stdout.strip()
 
     alone = digest("")
-    assert alone == oracle.code_digest()
+    assert alone == cache.code_digest()
     assert digest("import torch, ccgym.envs.vector, ccgym.train.dagger") == alone
