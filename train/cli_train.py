@@ -72,12 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="run name (default: [run] name of the config)")
     parser.add_argument("--out", default="runs", metavar="DIR", type=flags.output_folder,
                         help="folder of run folders (default: runs)")
-    parser.add_argument("--seed", type=int, metavar="N",
+    parser.add_argument("--seed", type=flags.seed, metavar="N",
                         help="seed of the run's rollouts, splits and initial weights "
                              "(overrides [run] seed; the run folder's name carries it)")
-    parser.add_argument("--iterations", type=int, metavar="N",
+    parser.add_argument("--iterations", type=flags.count(1), metavar="N",
                         help="total iterations (overrides [run] iterations)")
-    parser.add_argument("--workers", type=int, metavar="N",
+    parser.add_argument("--workers", type=flags.count(0), metavar="N",
                         help="rollout workers, 0 for in-process (overrides [run] workers)")
     parser.add_argument("--ray-address", metavar="ADDR",
                         help="join this Ray cluster, e.g. auto or HOST:PORT "
