@@ -26,7 +26,7 @@ from ccgym import flags
 from ccgym.analysis.coexist import FIRST_CHOICES, evaluate_shared, parse_against
 from ccgym.analysis.evaluate import evaluate, write_outputs
 from ccgym.analysis.leaderboard import format_leaderboard
-from ccgym.emulators.links import add_link_arguments, input_files, resolve_links
+from ccgym.emulators.link_names import add_link_arguments, input_files, resolve_links
 from ccgym.errors import UserError
 from ccgym.policies.schemes import baseline_schemes
 from ccgym.files import check_not_input, human_stream

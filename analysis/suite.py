@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccgym.analysis.evaluate import evaluate, run_scheme
-from ccgym.emulators.links import (DATA_ENV, Link, data_dir, link_from_spec, needs_shared_data,
-                                   resolve_entries)
+from ccgym.emulators.link_names import link_from_spec, needs_shared_data, resolve_entries
+from ccgym.emulators.links import DATA_ENV, Link, data_dir
 from ccgym.envs.scoring import check_run_length, link_duration_ms, omniscient_runs
 from ccgym.errors import UserError
 from ccgym.policies.schemes import baseline_schemes

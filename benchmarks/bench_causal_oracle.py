@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import default_duration_ms
-from ccgym.emulators.links import resolve_links
+from ccgym.emulators.link_names import resolve_links
 from ccgym.envs.scoring import omniscient_runs
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import (TraceIdealWindow, best_fixed_window, schedule_scores,

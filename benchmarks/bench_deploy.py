@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.deploy.harness import resolve_scheme, run_emulated
-from ccgym.emulators.links import Link, data_dir, link_from_spec
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.emulators.links import Link, data_dir
 from ccgym.measure.metrics import summarize
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,7 +35,8 @@ from ccgym.analysis.coexist import evaluate_shared
 from ccgym.analysis.evaluate import evaluate
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
-from ccgym.emulators.links import data_dir, needs_shared_data, resolve_links
+from ccgym.emulators.link_names import needs_shared_data, resolve_links
+from ccgym.emulators.links import data_dir
 
 BASELINES = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 SHARED_BASELINES = ["cubic", "bbr", "copa", "vegas"]  # beside competitors: the usual suspects

@@ -33,7 +33,8 @@ from typing import Any
 from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
 from ccgym.measure.metrics import summarize
 from ccgym.deploy.harness import run_emulated
-from ccgym.emulators.links import Link, resolve_links
+from ccgym.emulators.link_names import resolve_links
+from ccgym.emulators.links import Link
 
 SHARE_GOAL = 0.10  # |share in virtual time - share in real time|, each flow
 DEFAULT_LINKS = "shared-24mbps-20ms-1bdp,shared-24mbps-20ms-4bdp"

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.deploy.shell import link_shell, run_in_shell, run_kernel_scheme, unavailable_reason
-from ccgym.emulators.links import Link, link_from_spec, resolve_links
+from ccgym.emulators.link_names import link_from_spec, resolve_links
+from ccgym.emulators.links import Link
 from ccgym.measure.metrics import summarize
 
 SEED = 1

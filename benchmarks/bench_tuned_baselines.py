@@ -27,7 +27,7 @@ import numpy as np
 
 from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
 from ccgym.analysis.evaluate import evaluate
-from ccgym.emulators.links import resolve_links
+from ccgym.emulators.link_names import resolve_links
 
 DEFAULTS = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 SWEEP = [

@@ -48,7 +48,8 @@ from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.deploy.harness import resolve_scheme, run_emulated, run_remote
 from ccgym.deploy.shell import is_kernel_scheme, run_in_shell
 from ccgym.emulators import _core
-from ccgym.emulators.links import Link, resolve_link
+from ccgym.emulators.link_names import resolve_link
+from ccgym.emulators.links import Link
 from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
 from ccgym.files import human_stream, temporary_folder

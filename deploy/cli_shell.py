@@ -34,7 +34,7 @@ from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.deploy.harness import _die_with_parent
 from ccgym.deploy.shell import link_shell
 from ccgym.emulators import _core
-from ccgym.emulators.links import resolve_link
+from ccgym.emulators.link_names import resolve_link
 from ccgym.envs.scoring import aggregate
 from ccgym.errors import UserError
 from ccgym.files import temporary_folder

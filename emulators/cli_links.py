@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ccgym import flags
-from ccgym.emulators import _core
+from ccgym.emulators import _core, link_names
 from ccgym.emulators import links as links_mod
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_json, check_not_input, is_stdout
@@ -132,7 +132,7 @@ def _list_sets() -> int:
 
 
 def _list_links(set_name: str) -> int:
-    links = links_mod.load_link_set(links_mod.find_link_set(set_name))
+    links = links_mod.load_link_set(link_names.find_link_set(set_name))
     _print_table(["NAME", "SPEC"], [[link.name, link.spec] for link in links])
     return 0
 
@@ -150,14 +150,14 @@ def _pick(links: list[links_mod.Link], name: str, set_name: str) -> links_mod.Li
 def _links_to_show(args: argparse.Namespace) -> list[links_mod.Link]:
     if args.link is None and args.links is None:
         raise UserError("show what? give a link spec, a link name, or --links SET")
-    if args.link is not None and links_mod.is_spec(args.link):
+    if args.link is not None and link_names.is_spec(args.link):
         if args.links is not None:
             raise UserError("give a link spec or --links SET, not both")
-        return [links_mod.link_from_spec(args.link, where="SPEC")]
+        return [link_names.link_from_spec(args.link, where="SPEC")]
     if args.links is not None:
-        links = links_mod.resolve_links(None, args.links)
+        links = link_names.resolve_links(None, args.links)
         return links if args.link is None else [_pick(links, args.link, args.links)]
-    return [links_mod.packaged_link(args.link, "SPEC|NAME")]
+    return [link_names.packaged_link(args.link, "SPEC|NAME")]
 
 
 def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dict[str, Any]:
@@ -165,7 +165,7 @@ def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dic
     from ccgym.emulators import link_facts  # numpy, which `ccgym links list` does without
 
     delay_ms = float(_core.parse_link_spec(link.spec).delay_ms)
-    trace = links_mod.spec_fields(link.spec).get("trace")
+    trace = link_names.spec_fields(link.spec).get("trace")
     if trace:
         try:
             stamps = _core.load_trace(trace)
@@ -177,7 +177,7 @@ def link_statistics(link: links_mod.Link, seed: int = DEFAULT_STATS_SEED) -> dic
         duration_ms = GENERATED_STATS_DURATION_S * 1000
         times = _core.opportunities(link.spec, duration_ms, seed)
         stats = link_facts.delivery_statistics(times, duration_ms, delay_ms)
-        fields = links_mod.spec_fields(link.spec)
+        fields = link_names.spec_fields(link.spec)
         # The canonical form omits `delivery` where the other keys imply it.
         kind = fields.get("delivery") or ("burst" if "burst_packets" in fields else "constant")
         stats["process"] = {"kind": kind, "seed": seed}
@@ -196,7 +196,7 @@ def _show(args: argparse.Namespace) -> int:
     from ccgym.emulators.link_facts import WINDOW_MS  # numpy, which `ccgym links list` does without
 
     links = _links_to_show(args)
-    check_not_input(args.json, links_mod.input_files(links, args.links), "--json")
+    check_not_input(args.json, link_names.input_files(links, args.links), "--json")
     results = [{"name": link.name, "group": link.group, "spec": link.spec,
                 "source": link.source, "statistics": link_statistics(link, args.seed)}
                for link in links]

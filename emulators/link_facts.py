@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ccgym.emulators import _core
-from ccgym.emulators.links import spec_fields
+from ccgym.emulators.link_names import spec_fields
 
 # One delivery opportunity carries this many bytes (mahimahi's MTU accounting), as the C++ core
 # counts them (common/cpp/packet.hh): a BDP counts packets of this size too.

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
-from ccgym.emulators.links import Link, spec_fields
+from ccgym.emulators.link_names import spec_fields
+from ccgym.emulators.links import Link
 
 ACK_PATHS = ("own", "clean")
 # Fewer than a few packets of buffer is a policer, not a queue (pantheon-pathological has those).

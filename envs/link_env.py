@@ -50,7 +50,8 @@ from ccgym.config_fields import (NON_NEGATIVE, NON_NEGATIVE_INT, PROBABILITY, SH
                                  between, broken_rule, optional, rule)
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
-from ccgym.emulators.links import Link, resolve_entries
+from ccgym.emulators.link_names import resolve_entries
+from ccgym.emulators.links import Link
 from ccgym.envs.competitors import COMPETITOR_ENTRIES, NONE, STARTS
 from ccgym.errors import UserError
 from ccgym.oracle.ideal import LOOKBACKS, IdealWindow, expert_action, ideal_window

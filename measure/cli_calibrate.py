@@ -35,6 +35,7 @@ from ccgym.emulators.links import load_link_set
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream
 from ccgym.measure import calibrate as cal
+from ccgym.measure import measurements as meas
 from ccgym.measure.calibrate import link_set_toml
 
 DEFAULT_TRIALS = 60
@@ -102,11 +103,11 @@ def run(args: argparse.Namespace) -> int:
         schemes = [s.strip() for s in args.schemes.split(",")]
         if not all(schemes):
             raise UserError(f"--schemes {args.schemes!r}: an empty item")
-    measurements = cal.read_measurements(args.measured, schemes)
+    measurements = meas.read_measurements(args.measured, schemes)
     measured = measurements.schemes
-    if args.leave_one_out and len(measured) < cal.MIN_SCHEMES + 1:
-        raise UserError(f"--leave-one-out needs at least {cal.MIN_SCHEMES + 1} schemes, so that "
-                        f"each fit without one still has {cal.MIN_SCHEMES}")
+    if args.leave_one_out and len(measured) < meas.MIN_SCHEMES + 1:
+        raise UserError(f"--leave-one-out needs at least {meas.MIN_SCHEMES + 1} schemes, so that "
+                        f"each fit without one still has {meas.MIN_SCHEMES}")
 
     fits = len(cal.DELIVERIES) + (len(measured) if args.leave_one_out else 0)
     start = time.monotonic()

@@ -21,7 +21,7 @@ import math
 from tqdm import tqdm
 
 from ccgym import flags
-from ccgym.emulators.links import add_link_arguments, input_files, resolve_links
+from ccgym.emulators.link_names import add_link_arguments, input_files, resolve_links
 from ccgym.files import atomic_write_json, check_not_input, human_stream
 from ccgym.oracle.ideal import OracleSummary, summarize_link
 

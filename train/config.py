@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.config_fields import broken_rule, is_real
-from ccgym.emulators.links import data_dir, needs_shared_data, rebase_entry, resolve_entries
+from ccgym.emulators.link_names import needs_shared_data, rebase_entry, resolve_entries
+from ccgym.emulators.links import data_dir
 from ccgym.emulators.variants import Variation, vary_links
 from ccgym.errors import UserError
 from ccgym.files import read_toml, unknown_key

@@ -11,7 +11,8 @@ import pytest
 
 from ccgym.analysis.coexist import harm, make_lineup, run_lineup
 from ccgym.cli import main
-from ccgym.emulators.links import find_link_set, link_from_spec, load_link_set
+from ccgym.emulators.link_names import find_link_set, link_from_spec
+from ccgym.emulators.links import load_link_set
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # A DropTail of 1 BDP (80 packets) at 24 Mbit/s and 20 ms: the first case of shared-bottleneck.

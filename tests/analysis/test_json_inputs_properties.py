@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccgym.cli import main
-from ccgym.measure.calibrate import read_measurements
+from ccgym.measure.measurements import read_measurements
 from ccgym.errors import UserError
 
 SETTINGS = settings(max_examples=60, deadline=None,

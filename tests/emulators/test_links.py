@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ccgym.emulators import generate, link_facts, links
+from ccgym.emulators import generate, link_facts, link_names, links
 from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 
@@ -273,21 +273,21 @@ def test_synthetic_trace_is_generated_once_and_keyed_by_its_parameters(trace_cac
 
 def test_resolve_links_needs_exactly_one_flag():
     with pytest.raises(UserError, match="no link given"):
-        links.resolve_links(None, None)
+        link_names.resolve_links(None, None)
     with pytest.raises(UserError, match="not both"):
-        links.resolve_links("rate_mbps=1", "indigo-synthetic")
+        link_names.resolve_links("rate_mbps=1", "indigo-synthetic")
 
 
 def test_unknown_set_name_lists_the_packaged_sets():
     with pytest.raises(UserError, match="packaged sets: cellular-generated, cellular-real"):
-        links.resolve_links(None, "no-such-set")
+        link_names.resolve_links(None, "no-such-set")
 
 
 def test_find_link_set_by_name_or_path(tmp_path):
-    assert links.find_link_set("indigo-synthetic") == packaged("indigo-synthetic")
-    assert links.find_link_set("indigo-synthetic.toml") == packaged("indigo-synthetic")
+    assert link_names.find_link_set("indigo-synthetic") == packaged("indigo-synthetic")
+    assert link_names.find_link_set("indigo-synthetic.toml") == packaged("indigo-synthetic")
     mine = write(tmp_path, 'group = "g"\n')
-    assert links.find_link_set(str(mine)) == mine
+    assert link_names.find_link_set(str(mine)) == mine
 
 
 # ---------------------------------------------------------------- statistics
@@ -348,16 +348,16 @@ def test_cellular_real_loads_with_the_shared_data(monkeypatch):
     monkeypatch.setenv("CCGYM_DATA", str(SHARED_DATA))
     loaded = links.load_link_set(packaged("cellular-real"))
     assert len(loaded) == EXPECTED_COUNTS["cellular-real"]
-    training = {links.spec_fields(link.spec)["trace"]
+    training = {link_names.spec_fields(link.spec)["trace"]
                 for link in links.load_link_set(packaged("recorded-train"))}
     assert len(training) == EXPECTED_COUNTS["recorded-train"]
     # recorded-train is for training: none of the held-out recordings are in it.
-    assert not training & {links.spec_fields(link.spec)["trace"] for link in loaded}
+    assert not training & {link_names.spec_fields(link.spec)["trace"] for link in loaded}
     unseen = links.load_link_set(packaged("recorded-unseen"))
     assert len(unseen) == EXPECTED_COUNTS["recorded-unseen"]
-    assert not training & {links.spec_fields(link.spec)["trace"] for link in unseen}
+    assert not training & {link_names.spec_fields(link.spec)["trace"] for link in unseen}
     verizon = next(link for link in loaded if link.name == "verizon-lte-short")
-    trace = links.spec_fields(verizon.spec)["trace"]
+    trace = link_names.spec_fields(verizon.spec)["trace"]
     assert Path(trace) == SHARED_DATA / "traces/cellular/Verizon-LTE-short.down"
     assert _core.parse_link_spec(verizon.spec).delay_ms == 20
 
@@ -365,7 +365,7 @@ def test_cellular_real_loads_with_the_shared_data(monkeypatch):
 def test_cellular_generated_writes_its_traces_into_the_cache(trace_cache):
     core()
     loaded = links.load_link_set(packaged("cellular-generated"))
-    traces = {links.spec_fields(link.spec)[key] for link in loaded
+    traces = {link_names.spec_fields(link.spec)[key] for link in loaded
               for key in ("trace", "ack_trace")}
     assert len(traces) == 2 * EXPECTED_COUNTS["cellular-generated"]
     assert all(Path(t).parent == trace_cache and Path(t).is_file() for t in traces)
@@ -374,7 +374,7 @@ def test_cellular_generated_writes_its_traces_into_the_cache(trace_cache):
 def test_calibrated_links_use_the_generated_poisson_process():
     core()
     loaded = {link.name: link for link in links.load_link_set(packaged("pantheon-calibrated"))}
-    fields = links.spec_fields(loaded["nepal-aws-india"].spec)
+    fields = link_names.spec_fields(loaded["nepal-aws-india"].spec)
     assert fields["delivery"] == "poisson" and float(fields["rate_mbps"]) == 0.57
     assert "trace" not in fields
 
@@ -394,26 +394,26 @@ def test_relative_trace_resolved_against_the_toml_file(tmp_path, monkeypatch):
                            'delay_ms = 5\n')
     monkeypatch.chdir("/")
     (link,) = links.load_link_set(path)
-    assert links.spec_fields(link.spec)["trace"] == str(tmp_path / "traces" / "t.down")
+    assert link_names.spec_fields(link.spec)["trace"] == str(tmp_path / "traces" / "t.down")
 
 
 def test_resolve_links_from_a_spec_or_a_set(tmp_path, monkeypatch):
     core()
-    (link,) = links.resolve_links("name=mine,rate_mbps=12,delay_ms=10", None)
+    (link,) = link_names.resolve_links("name=mine,rate_mbps=12,delay_ms=10", None)
     assert link.name == "mine" and "rate_mbps=12" in link.spec
-    assert len(links.resolve_links(None, "indigo-synthetic")) == 24
+    assert len(link_names.resolve_links(None, "indigo-synthetic")) == 24
     # A trace given on the command line becomes absolute and is named after its file.
     (tmp_path / "x.down").write_text("1\n")
     monkeypatch.chdir(tmp_path)
-    (link,) = links.resolve_links("trace=x.down,delay_ms=20", None)
+    (link,) = link_names.resolve_links("trace=x.down,delay_ms=20", None)
     assert link.name == "x.down"
-    assert links.spec_fields(link.spec)["trace"] == str(tmp_path / "x.down")
+    assert link_names.spec_fields(link.spec)["trace"] == str(tmp_path / "x.down")
 
 
 def test_resolve_links_bad_spec_is_a_user_error():
     core()
     with pytest.raises(UserError, match="--link: .*rate_mbs"):
-        links.resolve_links("rate_mbs=12", None)
+        link_names.resolve_links("rate_mbs=12", None)
 
 
 def test_a_command_line_trace_is_found_here_then_in_the_shared_data(tmp_path, monkeypatch):
@@ -423,23 +423,23 @@ def test_a_command_line_trace_is_found_here_then_in_the_shared_data(tmp_path, mo
     (data / "traces" / "cell.down").write_text("1\n2\n3\n")
     monkeypatch.setenv(links.DATA_ENV, str(data))
     monkeypatch.chdir(here)
-    [link] = links.resolve_links("trace=traces/cell.down,delay_ms=20", None)
-    assert links.spec_fields(link.spec)["trace"] == str(data / "traces" / "cell.down")
+    [link] = link_names.resolve_links("trace=traces/cell.down,delay_ms=20", None)
+    assert link_names.spec_fields(link.spec)["trace"] == str(data / "traces" / "cell.down")
     (here / "traces").mkdir()
     (here / "traces" / "cell.down").write_text("1\n2\n")
-    [link] = links.resolve_links("trace=traces/cell.down,delay_ms=20", None)
-    assert links.spec_fields(link.spec)["trace"] == str(here / "traces" / "cell.down")
+    [link] = link_names.resolve_links("trace=traces/cell.down,delay_ms=20", None)
+    assert link_names.spec_fields(link.spec)["trace"] == str(here / "traces" / "cell.down")
     with pytest.raises(UserError, match="nothing.down"):
-        links.resolve_links("trace=traces/nothing.down,delay_ms=20", None)
+        link_names.resolve_links("trace=traces/nothing.down,delay_ms=20", None)
 
 
 def test_a_packaged_link_name_is_accepted_wherever_a_link_is():
     name = "synthetic-5mbps-10ms"
-    [by_flag] = links.resolve_links(name, None)
-    [by_entry] = links.resolve_entries([name])
+    [by_flag] = link_names.resolve_links(name, None)
+    [by_entry] = link_names.resolve_entries([name])
     assert by_flag == by_entry and by_flag.name == name
-    assert links.spec_fields(by_flag.spec)["delay_ms"] == "10"
+    assert link_names.spec_fields(by_flag.spec)["delay_ms"] == "10"
     with pytest.raises(UserError, match="neither a link spec .* nor the name of a link"):
-        links.resolve_links("no-such-link", None)
+        link_names.resolve_links("no-such-link", None)
     with pytest.raises(UserError, match="no packaged link set of that name"):
-        links.resolve_entries(["no-such-link"])
+        link_names.resolve_entries(["no-such-link"])

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccgym.emulators import _core
-from ccgym.emulators.links import (LINK_META_KEYS, SYNTHETIC_KEYS, link_from_spec,
-                                   load_link_set)
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.emulators.links import LINK_META_KEYS, SYNTHETIC_KEYS, load_link_set
 from ccgym.errors import UserError
 
 LINK_KEYS = [*LINK_META_KEYS, *_core.link_spec_keys(), *SYNTHETIC_KEYS]

@@ -1,7 +1,7 @@
 import pytest
 
 from ccgym.emulators import _core
-from ccgym.emulators.links import link_from_spec
+from ccgym.emulators.link_names import link_from_spec
 from ccgym.emulators.variants import Variation, vary_links
 
 CONSTANT = "rate_mbps=12,delay_ms=20,ack_rate_mbps=1"

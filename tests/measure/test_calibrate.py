@@ -14,6 +14,7 @@ import pytest
 
 from ccgym.cli import main
 from ccgym.measure import calibrate as cal
+from ccgym.measure import measurements as meas
 
 # A known link, and runs short enough to simulate many times per second.
 TRUE = cal.LinkParams(rate_mbps=10.0, delay_ms=25.0, queue_packets=40, loss=0.005,
@@ -41,7 +42,7 @@ def measured_files(tmp_path_factory) -> list[Path]:
     from ccgym.emulators import _core
 
     folder = tmp_path_factory.mktemp("measured")
-    placeholders = [cal.Measured(s, 1.0, 1.0, DURATION_S, 1) for s in SCHEMES]
+    placeholders = [meas.Measured(s, 1.0, 1.0, DURATION_S, 1) for s in SCHEMES]
     files = []
     for fit in cal.emulate(TRUE, placeholders, sim_runs=4):
         # The loss a run measures, as `ccgym run` reports it (one seed is enough for a bound).
@@ -67,7 +68,7 @@ def test_fit_recovers_a_known_link(measured_files, tmp_path, capsys):
     assert {s["scheme"] for s in result["schemes"]} == set(SCHEMES)
     assert set(result["error_by_delivery"]) == set(cal.DELIVERIES)
     # The fit is much closer than a naive guess: the first candidate of each search.
-    measured = cal.read_measurements(measured_files).schemes
+    measured = meas.read_measurements(measured_files).schemes
     guess = cal.SearchSpace.around(measured).guess
     naive = cal.LinkParams(guess["rate_mbps"], guess["delay_ms"], guess["queue_packets"],
                            guess["loss"], "constant")

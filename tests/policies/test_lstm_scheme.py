@@ -9,7 +9,7 @@ import torch
 from ccgym.analysis.evaluate import run_scheme
 from ccgym.emulators.stepping import Slot
 from ccgym.emulators import _core
-from ccgym.emulators.links import link_from_spec
+from ccgym.emulators.link_names import link_from_spec
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.lstm_scheme import LstmScheme

@@ -85,7 +85,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunState]:
 
 def test_dagger_reaches_high_expert_agreement(trained: tuple[Path, RunState]) -> None:
     from ccgym.analysis.evaluate import run_scheme
-    from ccgym.emulators.links import link_from_spec
+    from ccgym.emulators.link_names import link_from_spec
 
     run_dir, state = trained
     assert state.iteration == 3
@@ -281,7 +281,7 @@ def test_log_change_loss_is_the_squared_error_to_the_experts_change() -> None:
 
 def test_dagger_with_the_log_change_head_learns_the_expert(tmp_path: Path) -> None:
     from ccgym.analysis.evaluate import run_scheme
-    from ccgym.emulators.links import link_from_spec
+    from ccgym.emulators.link_names import link_from_spec
 
     config = tiny_config(model={"head": "log_change"}, dagger={"epochs": 10})
     state = train(config, tmp_path / "run", progress=False, say=quiet)
