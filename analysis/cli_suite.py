@@ -19,7 +19,7 @@ among the baselines and policies). --json writes every per-link row and the summ
 --schemes, --duration-s. Examples:
 
   ccgym suite --json suite.json
-  ccgym train quick && ccgym suite --policies lstm:runs/quick__1__20260101-120000 --json suite.json
+  ccgym suite --policies lstm:runs/quick --json suite.json   # the newest run of `ccgym train quick`
   ccgym suite --groups pantheon-calibrated,held-out-grid --schemes cubic,bbr,copa --duration-s 10
   ccgym report suite.json -o suite.html
 """
