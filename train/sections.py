@@ -16,7 +16,7 @@ from typing import Any
 
 from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, rule
 from ccgym.emulators._core import STEP_MS
-from ccgym.envs.competitors import NONE, SELF, STARTS, parse_entry
+from ccgym.envs.competitors import NONE, STARTS, parse_entry
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -131,13 +131,8 @@ class LinksSection:
 
     @property
     def shared(self) -> bool:
-        """Some training episode has company on the link."""
-        return any(entry.strip() != NONE for entry in self.competitors)
-
-    @property
-    def learned_company(self) -> bool:
-        """Some training episode has more than one learned flow ("self")."""
-        return any(SELF in parse_entry(entry) for entry in self.competitors)
+        """Some training episode has company on the link (entries checked: see check)."""
+        return any(parse_entry(entry) for entry in self.competitors)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """Each competitors entry parsed (the message names the bad part), and a trainer
