@@ -8,9 +8,13 @@ env_steps_per_s is environment steps over the wall time of a round, after one wa
 (Ray actors start, simulators and oracle windows are built). For PPO the learner's update on
 the round's episodes is timed too (RLlib's GAE, minibatches and epochs, in this process), and
 the whole iteration's rate (sampling + learning), which is what TensorBoard's charts/SPS does
-not count (it is the sampling rate, as DAgger's). Prints one JSON object.
+not count (it is the sampling rate, as DAgger's). ppo_multi_flow is PPO on shared links
+(--competitors, default two learned flows per simulation: the multi-agent env): its
+env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's. Prints one
+JSON object.
 
     .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
+        [--competitors '["self"]']
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 import torch
 
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.train import dagger, ppo
+from ccgym.train import dagger, ppo, ppo_multi
 from ccgym.train.config import load_packaged_config, resolve_train_links, with_overrides
 from ccgym.train.pool import RolloutPool
 
@@ -49,12 +53,18 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
     return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates}
 
 
-def bench_ppo(config, specs: list[str], rounds: int) -> dict[str, float]:
+def flow_steps(episode) -> int:
+    """Steps of every learned flow of an episode (multi-agent: each agent's)."""
+    return episode.agent_steps() if hasattr(episode, "agent_steps") else len(episode)
+
+
+def bench_ppo(config, specs: list[str], rounds: int,
+              build=ppo.algorithm_config) -> dict[str, float]:
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-    sample_rates, iteration_rates, learn_s = [], [], []
+    sample_rates, iteration_rates, learn_s, flow_rates = [], [], [], []
     with RolloutPool(config.run.workers):
-        algo = ppo.algorithm_config(config, specs).build_algo()
+        algo = build(config, specs).build_algo()
         try:
             total = 0
             for k in range(rounds + 1):
@@ -75,11 +85,13 @@ def bench_ppo(config, specs: list[str], rounds: int) -> dict[str, float]:
                 done = time.perf_counter()
                 if k > 0:
                     sample_rates.append(steps / (sampled - started))
+                    flow_rates.append(sum(map(flow_steps, episodes)) / (sampled - started))
                     iteration_rates.append(steps / (done - started))
                     learn_s.append(done - sampled)
         finally:
             algo.stop()
     return {"env_steps_per_s": float(np.mean(sample_rates)), "rounds": sample_rates,
+            "flow_steps_per_s": float(np.mean(flow_rates)),
             "learner_update_s": float(np.mean(learn_s)),
             "iteration_env_steps_per_s": float(np.mean(iteration_rates))}
 
@@ -90,6 +102,9 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=16,
                         help="episodes per worker and round (default 16)")
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
+    parser.add_argument("--competitors", type=json.loads, default=["self"],
+                        help='PPO on shared links too, with these [links] competitors '
+                             '(JSON, default \'["self"]\': two learned flows); [] skips it')
     args = parser.parse_args()
     if args.workers < 1 or args.num_envs < 1 or args.rounds < 1:
         parser.error("--workers, --num-envs and --rounds must be at least 1")
@@ -104,6 +119,12 @@ def main() -> None:
            "workers": args.workers, "num_envs": n, "episode_ms": config.run.episode_ms,
            "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
            "ppo": bench_ppo(config, specs, args.rounds)}
+    if args.competitors:
+        # Shared links: the multi-agent env (train/ppo_multi.py); an env step is one step of
+        # one simulation, a flow step one learned flow's.
+        shared = with_overrides(config, **{"links.competitors": args.competitors})
+        out["ppo_multi_flow"] = {"competitors": args.competitors, **bench_ppo(
+            shared, specs, args.rounds, build=ppo_multi.multi_algorithm_config)}
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
     print(json.dumps(out, indent=2))
 
