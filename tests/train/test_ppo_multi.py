@@ -14,11 +14,13 @@ import torch
 
 from ccgym.cli import main
 from ccgym.emulators import _core
+from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig, parse_config
 from ccgym.train.loop import train
 from ccgym.train.pool import RolloutPool
+from ccgym.train import ppo
 from ccgym.train.ppo_multi import (MODULE_ID, FairShareEnv, PpoMulti, fair_share_bonus,
-                                   multi_env_config)
+                                   multi_algorithm_config, multi_env_config)
 from ccgym.train.registry import trainer_class
 
 # 6 Mbit/s at a 40 ms RTT: a BDP of 20 packets, twice the initial window.
@@ -85,6 +87,28 @@ def test_learned_flows_are_agents_of_one_module() -> None:
         figures = trainer.learn(1, rollouts, _NoBar())
         assert np.isfinite(figures.scalars["losses/policy"])
     assert trainer.policy.hidden_size == 16
+
+
+def test_warm_start_puts_the_policy_in_every_copy_of_the_module(tmp_path: Path) -> None:
+    torch.manual_seed(5)
+    start = LstmPolicy(hidden_size=16)  # what a DAgger run's policy.pt holds
+    start.save(tmp_path / "policy.pt")
+    expected = start.state_dict()
+    config = multi_config(run={"workers": 1}, ppo={"init_from": str(tmp_path)})
+    algo = multi_algorithm_config(config, [LINK]).build_algo()
+    try:
+        learner = ppo._learner_call(
+            algo, lambda lr: ppo._module(lr, MODULE_ID).policy.state_dict())
+        runners = algo.env_runner_group.foreach_env_runner(
+            lambda r: {k: v.clone() for k, v in r.module[MODULE_ID].policy.state_dict().items()},
+            local_env_runner=False)
+    finally:
+        algo.stop()
+    assert len(runners) == 1
+    for weights in (learner, runners[0]):
+        assert weights.keys() == expected.keys()
+        for key in expected:
+            torch.testing.assert_close(weights[key], expected[key], rtol=0, atol=0)
 
 
 def test_resume_continues_exactly(tmp_path: Path) -> None:
