@@ -55,7 +55,7 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
 
 def flow_steps(episode) -> int:
     """Steps of every learned flow of an episode (multi-agent: each agent's)."""
-    return episode.agent_steps() if hasattr(episode, "agent_steps") else len(episode)
+    return episode.agent_steps() if hasattr(episode, "agent_episodes") else len(episode)
 
 
 def bench_ppo(config, specs: list[str], rounds: int,
