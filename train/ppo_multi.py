@@ -17,6 +17,12 @@ plus, with [ppo] fair_share_weight w > 0, a Gaussian around the fair share (afte
 
 rate the flow's delivery rate in the step, fair the link's capacity over its active flows
 (the env's info), sigma [ppo] fair_share_sigma; the bonus is scaled by reward_scale too.
+
+Each flow maximizes its own return against the others' current policy: on a link the flows
+fill, taking more of it pays the taker and costs the rest, and self-play can drift to worse
+returns for all (measured: two learned flows on 6 Mbit/s, 40 ms, from random actions, five
+to ten iterations lowered the mean return, with and without the bonus; on a link neither
+fills, and beside a fixed competitor, it rises, tests/train/test_ppo_multi.py).
 """
 
 from __future__ import annotations
