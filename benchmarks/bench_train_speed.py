@@ -10,10 +10,13 @@ the round's episodes is timed too (RLlib's GAE, minibatches and epochs, in this 
 the whole iteration's rate (sampling + learning), which is what TensorBoard's charts/SPS does
 not count (it is the sampling rate, as DAgger's). PPO samples with ccgym's BatchedEnvRunner
 (train/ppo_runner.py); --rllib-runner also times RLlib's own SingleAgentEnvRunner, the one it
-replaces, in the same invocation ("ppo_rllib_runner"). Prints one JSON object.
+replaces, in the same invocation ("ppo_rllib_runner"). ppo_multi_flow is PPO on shared links
+(--competitors, default two learned flows per simulation: the multi-agent env): its
+env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's. Prints one
+JSON object.
 
     .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
-                                                     [--rllib-runner]
+        [--rllib-runner] [--competitors '["self"]']
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 import torch
 
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.train import dagger, ppo
+from ccgym.train import dagger, ppo, ppo_multi
 from ccgym.train.config import load_packaged_config, resolve_train_links, with_overrides
 from ccgym.train.pool import RolloutPool
 
@@ -52,14 +55,19 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
     return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates}
 
 
-def bench_ppo(config, specs: list[str], rounds: int,
+def flow_steps(episode) -> int:
+    """Steps of every learned flow of an episode (multi-agent: each agent's)."""
+    return episode.agent_steps() if hasattr(episode, "agent_episodes") else len(episode)
+
+
+def bench_ppo(config, specs: list[str], rounds: int, build=ppo.algorithm_config,
               rllib_runner: bool = False) -> dict[str, float]:
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-    sample_rates, iteration_rates, learn_s = [], [], []
+    sample_rates, iteration_rates, learn_s, flow_rates = [], [], [], []
     with RolloutPool(config.run.workers):
-        algo_config = ppo.algorithm_config(config, specs)
+        algo_config = build(config, specs)
         if rllib_runner:
             algo_config.env_runners(env_runner_cls=SingleAgentEnvRunner)
         algo = algo_config.build_algo()
@@ -83,11 +91,13 @@ def bench_ppo(config, specs: list[str], rounds: int,
                 done = time.perf_counter()
                 if k > 0:
                     sample_rates.append(steps / (sampled - started))
+                    flow_rates.append(sum(map(flow_steps, episodes)) / (sampled - started))
                     iteration_rates.append(steps / (done - started))
                     learn_s.append(done - sampled)
         finally:
             algo.stop()
     return {"env_steps_per_s": float(np.mean(sample_rates)), "rounds": sample_rates,
+            "flow_steps_per_s": float(np.mean(flow_rates)),
             "learner_update_s": float(np.mean(learn_s)),
             "iteration_env_steps_per_s": float(np.mean(iteration_rates))}
 
@@ -100,6 +110,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
     parser.add_argument("--rllib-runner", action="store_true",
                         help="also time PPO with RLlib's own env runner (before/after)")
+    parser.add_argument("--competitors", type=json.loads, default=["self"],
+                        help='PPO on shared links too, with these [links] competitors '
+                             '(JSON, default \'["self"]\': two learned flows); [] skips it')
     args = parser.parse_args()
     if args.workers < 1 or args.num_envs < 1 or args.rounds < 1:
         parser.error("--workers, --num-envs and --rounds must be at least 1")
@@ -114,6 +127,12 @@ def main() -> None:
            "workers": args.workers, "num_envs": n, "episode_ms": config.run.episode_ms,
            "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
            "ppo": bench_ppo(config, specs, args.rounds)}
+    if args.competitors:
+        # Shared links: the multi-agent env (train/ppo_multi.py); an env step is one step of
+        # one simulation, a flow step one learned flow's.
+        shared = with_overrides(config, **{"links.competitors": args.competitors})
+        out["ppo_multi_flow"] = {"competitors": args.competitors, **bench_ppo(
+            shared, specs, args.rounds, build=ppo_multi.multi_algorithm_config)}
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
     if args.rllib_runner:
         out["ppo_rllib_runner"] = bench_ppo(config, specs, args.rounds, rllib_runner=True)

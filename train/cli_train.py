@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.train.registry import trainer_class
     from ccgym.train.validation import check_config
 
-    trainer_class(config.algorithm.name).check_config(config)
+    trainer_class(config.algorithm.name, config.links.shared).check_config(config)
     check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if folder is None:
         folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)

@@ -48,7 +48,8 @@ class RunState:
 
 
 def new_state(config: TrainConfig) -> RunState:
-    return RunState(trainer_class(config.algorithm.name)(config), _early_stopping(config))
+    trainer = trainer_class(config.algorithm.name, config.links.shared)
+    return RunState(trainer(config), _early_stopping(config))
 
 
 def _early_stopping(config: TrainConfig, saved: dict[str, Any] | None = None) -> EarlyStopping:

@@ -91,6 +91,13 @@ def init_policy(config: TrainConfig) -> dict[str, Any] | None:
     return policy.to_file_dict()
 
 
+def module_config(config: TrainConfig) -> dict[str, Any]:
+    """model_config of the RLlib module (train/ppo_module.py)."""
+    return {"hidden_size": config.model.hidden_size, "head": config.model.head,
+            "max_seq_len": config.ppo.max_seq_len,
+            "temperature": config.ppo.log_change_temperature, "init_policy": init_policy(config)}
+
+
 def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     """RLlib's PPOConfig for this run."""
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -102,9 +109,7 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     ppo, run = config.ppo, config.run
     steps = round(run.episode_ms / _step_ms())
     runners = max(run.workers, 1)
-    model = {"hidden_size": config.model.hidden_size, "head": config.model.head,
-             "max_seq_len": ppo.max_seq_len, "temperature": ppo.log_change_temperature,
-             "init_policy": init_policy(config)}
+    model = module_config(config)
     return (
         PPOConfig()
         # "module:id" makes gymnasium import ccgym.envs (which registers the id) in each runner.
@@ -154,26 +159,27 @@ def _learner_call(algo: Any, function: Callable[[Any], Any]) -> Any:
     return next(iter(algo.learner_group.foreach_learner(function))).get()
 
 
-def _module(learner: Any) -> Any:
+def default_module_id() -> str:
+    """RLlib's id of a single-agent run's module."""
     from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
 
-    return learner.module[DEFAULT_MODULE_ID]
+    return DEFAULT_MODULE_ID
 
 
-def _actor_dict(learner: Any) -> dict[str, Any]:
-    return _module(learner).policy.to_file_dict()
+def _module(learner: Any, module_id: str | None = None) -> Any:
+    return learner.module[module_id or default_module_id()]
 
 
-def _kl_coeff(learner: Any) -> float:
-    from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
-
-    return float(learner.curr_kl_coeffs_per_module[DEFAULT_MODULE_ID].item())
+def _actor_dict(learner: Any, module_id: str) -> dict[str, Any]:
+    return _module(learner, module_id).policy.to_file_dict()
 
 
-def _set_kl_coeff(learner: Any, value: float) -> None:
-    from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
+def _kl_coeff(learner: Any, module_id: str) -> float:
+    return float(learner.curr_kl_coeffs_per_module[module_id].item())
 
-    learner.curr_kl_coeffs_per_module[DEFAULT_MODULE_ID].data.fill_(value)
+
+def _set_kl_coeff(learner: Any, value: float, module_id: str) -> None:
+    learner.curr_kl_coeffs_per_module[module_id].data.fill_(value)
 
 
 def _learner_state(learner: Any) -> dict[str, Any]:
@@ -230,13 +236,26 @@ class Ppo(Trainer):
         run = self.config.run
         # RLlib needs Ray even when the env runner is this process: one CPU for the driver.
         with RolloutPool(max(run.workers, 1), run.ray_address):
-            self._algo = algorithm_config(self.config, list(train_specs)).build_algo()
+            self._algo = self.algorithm_config(list(train_specs)).build_algo()
             try:
                 self._restore()
                 yield
             finally:
                 self._algo.stop()
                 self._algo = None
+
+    def algorithm_config(self, train_specs: list[str]) -> Any:
+        """RLlib's config of the run's algorithm (a multi-agent variant builds its own)."""
+        return algorithm_config(self.config, train_specs)
+
+    @property
+    def module_id(self) -> str:
+        """The id of the module RLlib trains (a multi-agent variant names its own)."""
+        return default_module_id()
+
+    def episode_return(self, episodes: list[Any]) -> float:
+        """The mean return of an iteration's episodes (of each learned flow's, multi-agent)."""
+        return float(np.mean([e.get_return() for e in episodes]))
 
     def _restore(self) -> None:
         """A resumed run's learner state on the learner, and its weights on the env runners."""
@@ -246,7 +265,8 @@ class Ppo(Trainer):
         _learner_call(self._algo, lambda learner: learner.set_state(learner_state))
         if self._kl_coeff is not None:
             kl = self._kl_coeff
-            _learner_call(self._algo, lambda learner: _set_kl_coeff(learner, kl))
+            module_id = self.module_id
+            _learner_call(self._algo, lambda learner: _set_kl_coeff(learner, kl, module_id))
         _sync_weights(self._algo)
 
     def stages(self, iteration: int) -> int:
@@ -268,10 +288,12 @@ class Ppo(Trainer):
         losses = self._update(iteration, rollouts)
         _sync_weights(self._algo)
         progress.advance()
-        self._policy = LstmPolicy.from_file_dict(_learner_call(self._algo, _actor_dict))
+        module_id = self.module_id
+        self._policy = LstmPolicy.from_file_dict(
+            _learner_call(self._algo, lambda learner: _actor_dict(learner, module_id)))
         self._learner = _learner_call(self._algo, _learner_state)
-        self._kl_coeff = _learner_call(self._algo, _kl_coeff)
-        episode_return = float(np.mean([e.get_return() for e in rollouts.data]))
+        self._kl_coeff = _learner_call(self._algo, lambda learner: _kl_coeff(learner, module_id))
+        episode_return = self.episode_return(rollouts.data)
         return Figures(
             text=(f"return {episode_return:.3f}  "
                   f"policy {losses.get('losses/policy', math.nan):.4f}  "
@@ -284,7 +306,6 @@ class Ppo(Trainer):
 
     def _update(self, iteration: int, rollouts: Rollouts) -> dict[str, float]:
         """One learner update, seeded from (seed, iteration); TensorBoard tag -> loss."""
-        from ray.rllib.core.rl_module.rl_module import DEFAULT_MODULE_ID
         from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
         from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
@@ -302,7 +323,7 @@ class Ppo(Trainer):
         self._lifetime_steps += rollouts.env_steps
         logger = MetricsLogger(root=True)
         logger.aggregate(results)
-        module_figures = logger.reduce().get(DEFAULT_MODULE_ID, {})  # mean over minibatches
+        module_figures = logger.reduce().get(self.module_id, {})  # mean over minibatches
         return {tag: float(module_figures[key]) for key, tag in LOSS_TAGS.items()
                 if key in module_figures}
 

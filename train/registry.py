@@ -21,19 +21,27 @@ class Registration:
     target: str  # "module:Class" of the Trainer subclass
     sections: tuple[str, ...]  # the config sections only this trainer reads
     summary: str  # one line for the config reference
+    # "module:Class" of its variant for shared links ([links] competitors other than "none");
+    # "": the trainer runs one flow alone.
+    shared_target: str = ""
 
 
 TRAINERS: dict[str, Registration] = {
     "dagger": Registration("ccgym.train.dagger:Dagger", ("dagger",),
                            "imitation of the oracle (train/dagger.py)"),
     "ppo": Registration("ccgym.train.ppo:Ppo", ("ppo",),
-                        "RLlib's PPO on the environment's reward (train/ppo.py)"),
+                        "RLlib's PPO on the environment's reward (train/ppo.py; on shared "
+                        "links multi-agent, train/ppo_multi.py)",
+                        shared_target="ccgym.train.ppo_multi:PpoMulti"),
 }
 
 
-def trainer_class(name: str) -> Any:
-    """The Trainer subclass registered under name (config validation has checked the name)."""
-    module, _, attribute = TRAINERS[name].target.partition(":")
+def trainer_class(name: str, shared: bool = False) -> Any:
+    """The Trainer subclass registered under name (config validation has checked the name);
+    shared: its variant for shared links (validation has checked there is one)."""
+    registration = TRAINERS[name]
+    target = registration.shared_target if shared else registration.target
+    module, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, rule
 from ccgym.emulators._core import STEP_MS
+from ccgym.envs.competitors import NONE, STARTS, parse_entry
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -28,6 +29,9 @@ WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
 NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
             "must be letters, digits and . _ + - (no '__')")
 ALGORITHM = rule(lambda v: v in TRAINERS, f"must be one of {', '.join(TRAINERS)}")
+LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
+                       and all(isinstance(e, str) and e.strip() for e in v),
+                       "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
 
 
@@ -103,6 +107,47 @@ class LinksSection:
                                             "DropTail buffers, in BDPs; 0: infinite.")
     vary_ack: list[str] = described([], 'Each training link crossed with these ACK paths: '
                                     '"own" or "clean".')
+    competitors: list[str] = described([NONE], 'What shares the link with the learned flow in '
+                                       'a training episode: one entry drawn uniformly per '
+                                       'episode. "none": the flow alone; a classic scheme as '
+                                       '`ccgym eval --schemes` takes it ("cubic", "bbr", '
+                                       '"copa", "vegas", "fixed:window=20"); "self": one more '
+                                       'flow driven by the policy being trained, "self:N": N '
+                                       'more; several joined by "+" ("cubic+self"), one flow '
+                                       'each. ["none"]: single-flow episodes; any other entry '
+                                       'makes PPO train on shared links (train/ppo_multi.py).',
+                                       LIST_OF_STRINGS)
+    competitor_starts: list[str] = described(["with"], 'Each competing flow\'s start relative '
+                                             'to the learned flow\'s, drawn uniformly among '
+                                             'these: "before" (up to competitor_stagger_ms '
+                                             'earlier), "with", "after" (up to '
+                                             'competitor_stagger_ms later).', STARTS)
+    competitor_stagger_ms: float = described(2000.0, "The most a competing flow starts before "
+                                             "or after the learned flow, ms (drawn "
+                                             "uniformly).", NON_NEGATIVE)
+    competitor_stop: float = described(0.0, "The share of competing flows that stop before "
+                                       "the episode ends, each at a time drawn uniformly "
+                                       "after its start.", PROBABILITY)
+
+    @property
+    def shared(self) -> bool:
+        """Some training episode has company on the link (entries checked: see check)."""
+        return any(parse_entry(entry) for entry in self.competitors)
+
+    def check(self, config: TrainConfig) -> tuple[str, str] | None:
+        """Each competitors entry parsed (the message names the bad part), and a trainer
+        that runs shared links."""
+        for entry in self.competitors:
+            try:
+                parse_entry(entry)
+            except ValueError as e:
+                return "links.competitors", f"{e}"
+        name = config.algorithm.name
+        if self.shared and name in TRAINERS and not TRAINERS[name].shared_target:
+            return "links.competitors", (f'the {name} trainer runs one flow alone: set ["none"] '
+                                         f"or [algorithm] name = \"ppo\", got "
+                                         f"{self.competitors!r}")
+        return None
 
 
 @dataclass
@@ -247,6 +292,15 @@ class PpoSection:
                                     "iteration's batch).", POSITIVE)
     max_seq_len: int = described(50, "Steps per truncated-BPTT chunk; each chunk starts from "
                                  "the recurrent state recorded at rollout time.", POSITIVE)
+    fair_share_weight: float = described(0.0, "On shared links ([links] competitors), each "
+                                         "learned flow's step reward gains w x exp(-((rate - "
+                                         "fair) / (sigma x fair))^2), w this key, rate the "
+                                         "flow's delivery rate and fair the link's capacity "
+                                         "over its active flows (a Gaussian around the fair "
+                                         "share, after Sage), before reward_scale. 0: each "
+                                         "flow's own reward only.", NON_NEGATIVE)
+    fair_share_sigma: float = described(0.25, "The Gaussian's width as a share of the fair "
+                                        "share (see fair_share_weight).", POSITIVE)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """What relates [ppo] to other sections: (key, "must ...") when broken."""

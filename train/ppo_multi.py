@@ -1,0 +1,135 @@
+"""PPO on shared links: every learned flow of an episode is an agent of one shared module.
+
+The trainer `[algorithm] name = "ppo"` becomes when [links] competitors holds anything but
+"none" (train/registry.py). Episodes run in the multi-agent env (envs/multi_agent.py): flow_0
+plus one agent per "self" of the drawn entry, among the entry's classic competitors. RLlib does
+the rest as for one flow (train/ppo.py): its MultiAgentEnvRunner steps `num_envs` such envs
+per runner; the policy mapping sends every agent to the one module (DEFAULT_MODULE_ID, the
+LSTM actor-critic of train/ppo_module.py), so each flow acts from its own observations and its
+own recurrent state; the learner connectors cut each agent's episode into max_seq_len chunks
+and compute its GAE from its own rewards, and the learner updates the module on all of them.
+The resulting module is the single-flow policy.pt `ccgym eval` takes, warm-started like it.
+
+Per-flow reward: each agent's own step reward (envs/link_env.py) times [ppo] reward_scale,
+plus, with [ppo] fair_share_weight w > 0, a Gaussian around the fair share (after Sage):
+
+    w * exp(-((rate - fair) / (sigma * fair))^2)
+
+rate the flow's delivery rate in the step, fair the link's capacity over its active flows
+(the env's info), sigma [ppo] fair_share_sigma; the bonus is scaled by reward_scale too.
+
+Each flow maximizes its own return against the others' current policy: on a link the flows
+fill, taking more of it pays the taker and costs the rest, and self-play can drift to worse
+returns for all (measured: two learned flows on 6 Mbit/s, 40 ms, from random actions, five
+to ten iterations lowered the mean return, with and without the bonus; on a link neither
+fills, and beside a fixed competitor, it rises, tests/train/test_ppo_multi.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
+from ccgym.train.config import TrainConfig
+from ccgym.train.ppo import Ppo, algorithm_config, module_config, sample_episodes
+from ccgym.train.trainer import Progress, Rollouts
+
+FAIR_KEYS = ("fair_share_weight", "fair_share_sigma")
+# The one module's id: not RLlib's default, which would make RLlib take the run for a
+# single-agent one (and its runners for single-agent env runners).
+MODULE_ID = "flows"
+
+
+def fair_share_bonus(rate_mbps: float, fair_mbps: float, weight: float, sigma: float) -> float:
+    """weight x a Gaussian of the rate around the fair share; 0 when no fair share is known."""
+    if weight == 0.0 or not fair_mbps > 0.0:
+        return 0.0
+    return weight * math.exp(-(((rate_mbps - fair_mbps) / (sigma * fair_mbps)) ** 2))
+
+
+class FairShareEnv(SharedLinkMultiAgentEnv):
+    """The multi-agent env whose rewards gain fair_share_bonus (config keys FAIR_KEYS beside
+    the EnvConfig's; weight 0: the env's own rewards, unchanged)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        values = dict(config or {})
+        self.weight = float(values.pop("fair_share_weight", 0.0))
+        self.sigma = float(values.pop("fair_share_sigma", 1.0))
+        super().__init__(values)
+
+    def step(self, action_dict: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        obs, rewards, terminated, truncated, infos = super().step(action_dict)
+        for agent in rewards:
+            info = infos[agent]
+            rewards[agent] += fair_share_bonus(info["delivered_mbps"], info["fair_share_mbps"],
+                                               self.weight, self.sigma)
+        return obs, rewards, terminated, truncated, infos
+
+
+def multi_env_config(config: TrainConfig, train_specs: list[str]) -> dict[str, Any]:
+    """FairShareEnv's config inside each env runner."""
+    ppo, links = config.ppo, config.links
+    return {"links": list(train_specs), "episode_ms": config.run.episode_ms,
+            "throughput_weight": ppo.reward_scale, "delay_weight": ppo.reward_scale,
+            "competitors": list(links.competitors),
+            "competitor_starts": list(links.competitor_starts),
+            "competitor_stagger_ms": links.competitor_stagger_ms,
+            "competitor_stop": links.competitor_stop,
+            "fair_share_weight": ppo.fair_share_weight * ppo.reward_scale,
+            "fair_share_sigma": ppo.fair_share_sigma}
+
+
+def to_shared_module(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+    """RLlib's policy mapping: every learned flow to the one module."""
+    return MODULE_ID
+
+
+def multi_algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
+    """ppo.py's PPOConfig, with the multi-agent env and one module for every agent."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+
+    from ccgym.train.ppo_module import LstmActorCritic
+
+    spec = RLModuleSpec(module_class=LstmActorCritic, model_config=module_config(config))
+    algo = algorithm_config(config, train_specs)
+    algo.env_config = {}  # environment() merges into the single-flow env's keys otherwise
+    return (
+        algo.environment(FairShareEnv, env_config=multi_env_config(config, train_specs))
+        # RLlib's vector of multi-agent envs steps them one after another in the runner.
+        .env_runners(gym_env_vectorize_mode="sync", env_runner_cls=MultiAgentEnvRunner)
+        .multi_agent(policies={MODULE_ID}, policy_mapping_fn=to_shared_module)
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={MODULE_ID: spec}))
+    )
+
+
+class PpoMulti(Ppo):
+    """Ppo on shared links (the module docstring); state, checkpoints and resuming are Ppo's."""
+
+    @property
+    def module_id(self) -> str:
+        return MODULE_ID
+
+    def algorithm_config(self, train_specs: list[str]) -> Any:
+        return multi_algorithm_config(self.config, train_specs)
+
+    def collect(self, iteration: int, progress: Progress) -> Rollouts:
+        """One multi-agent episode per slot of every env runner; env_steps counts each
+        simulation's steps once, however many flows it has."""
+        progress.stage("rollouts")
+        results = self._algo.env_runner_group.foreach_env_runner(
+            functools.partial(sample_episodes, seed=self.config.run.seed, iteration=iteration),
+            local_env_runner=self.config.run.workers == 0)
+        progress.advance()
+        return Rollouts([e for r in results for e in r[0]], sum(r[1] for r in results))
+
+    def episode_return(self, episodes: list[Any]) -> float:
+        """The mean return of a learned flow (every agent's episode counts once)."""
+        return float(np.mean([agent.get_return() for e in episodes
+                              for agent in e.agent_episodes.values()]))
