@@ -46,16 +46,17 @@ delivery = "poisson"
 """
 
 CONFIG = {
-    "run": {"name": "determinism", "seed": 5, "workers": 2, "iterations": 3},
+    # Four rollout tasks per iteration on two workers.
+    "run": {"name": "determinism", "seed": 5, "workers": 2, "iterations": 3, "num_envs": 4,
+            "episode_ms": 2000.0, "patience": 10},
     # 3 links x 2 delays x 2 buffers x 2 ACK paths: 24 training links.
     "links": {"train": "links.toml", "vary_delay_ms": [10.0, 40.0], "vary_queue_bdp": [0.0, 1.0],
               "vary_ack": ["own", "clean"],
               "validation": ["name=v-poisson,rate_mbps=10,delivery=poisson,delay_ms=25",
                              "name=v-droptail,rate_mbps=15,delay_ms=30,queue=droptail:packets=40"]},
     "model": {"hidden_size": 16, "head": "log_change"},
-    # Four rollout tasks per iteration on two workers.
-    "dagger": {"rollouts_per_iteration": 16, "num_envs": 4, "episode_ms": 2000.0, "epochs": 2,
-               "batch_size": 4, "patience": 10, "beta_decay": 0.5, "oracle_duration_s": 2.0,
+    "dagger": {"rollouts_per_iteration": 16, "epochs": 2, "batch_size": 4, "beta_decay": 0.5,
+               "oracle_duration_s": 2.0,
                "oracle_lookbacks": [1.0], "random_start": 0.5},
     "eval": {"duration_s": 2.0, "baselines": [], "oracle": False, "leaderboard": False},
 }
