@@ -38,8 +38,12 @@ uint64_t SenderModel::on_send(double now_ms) {
   controller_->on_sent(seq, now_ms);
   const double rate = controller_->pacing_rate_mbps();
   if (rate > 0 && std::isfinite(rate)) {
-    next_paced_send_ms_ = std::max(next_paced_send_ms_, now_ms) +
-                          packet_bytes_ * kMsPerByteAtOneMbps / rate;
+    const double interval_ms = packet_bytes_ * kMsPerByteAtOneMbps / rate;
+    // On time (now == next_paced_send_ms_) both branches give the same schedule. A late
+    // wake-up keeps the schedule up to the credit; a send that waited for the window
+    // starts a new one, as a sender with nothing to send earns no credit.
+    const double earliest_ms = pacing_due_ ? now_ms - kLateCreditPackets * interval_ms : now_ms;
+    next_paced_send_ms_ = std::max(next_paced_send_ms_, earliest_ms) + interval_ms;
   } else {
     next_paced_send_ms_ = now_ms;
   }
@@ -64,11 +68,13 @@ bool SenderModel::timed_out(double now_ms) {
 }
 
 double SenderModel::next_wakeup_ms(double now_ms) {
+  pacing_due_ = false;
   if (now_ms >= stop_ms_) return kNever;
   if (now_ms < start_ms_) return start_ms_;
   double next = last_progress_ms_ + controller_->timeout_ms();
   const bool window_open = static_cast<double>(in_flight()) + 1 <= current_window() + 1e-9;
   if (window_open) next = std::min(next, std::max(now_ms, next_paced_send_ms_));
+  pacing_due_ = window_open && next_paced_send_ms_ > now_ms;
   return next < stop_ms_ ? next : kNever;
 }
 

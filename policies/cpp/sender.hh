@@ -26,7 +26,12 @@ class SenderModel {
   // then sends one datagram regardless of the window (after on_timeout()).
   bool timed_out(double now_ms);
   // The next time this sender wants to be woken (start, pacing, timeout); kNever if none.
+  // When that time is a paced send, a caller woken late (a busy machine) may catch up:
+  // sends then keep the pacing schedule, with at most kLateCreditPackets sent at once
+  // beyond the one due. The simulator wakes exactly on time and never uses the credit.
   double next_wakeup_ms(double now_ms);
+
+  static constexpr double kLateCreditPackets = 2;
 
   uint64_t in_flight() const { return next_seq_ - next_ack_expected_; }
   uint64_t next_seq() const { return next_seq_; }
@@ -50,6 +55,9 @@ class SenderModel {
   uint64_t next_ack_expected_ = 0;
   double last_progress_ms_;      // last ACK or timeout send: the timeout counts from here
   double next_paced_send_ms_ = 0;
+  // The last next_wakeup_ms asked to be woken for a paced send (the window was open):
+  // a send after that time is late, not a send that waited for the window or for data.
+  bool pacing_due_ = false;
 };
 
 }  // namespace ccgym

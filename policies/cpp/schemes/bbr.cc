@@ -13,10 +13,20 @@
 // it leaves, how much had been delivered and when; its ACK gives
 // delivered-since / max(send interval, ACK interval). Those records live in a
 // Ring in seq order, pushed in on_sent and popped as ACKs (or gaps) pass them.
+// The window adds what Linux adds on top of cwnd_gain x BDP (tcp_bbr.c), each a
+// parameter, 0 turning it off: extra_acked, the most data ACKed beyond btlbw x the
+// time since an aggregation epoch began (the largest over 5 to 10 rounds, capped at
+// extra_acked_max_ms of btlbw and at the window), so that bursts of ACKs (delayed
+// ACKs, a late receiver, a wireless link) do not leave the sender window-limited; and
+// the quantization budget, 3 send quanta (quantum_ms of the pacing rate, at least 2
+// packets: the kernel's TSO burst) rounded up to an even count, +2 while probing up.
+// The pacing rate is pacing_margin below the gain x btlbw, as the kernel's.
 // Simplified: no app-limited marking (the max filter ignores low samples anyway),
 // no loss recovery (BBR v1 barely reacts to loss; the sender does not
 // retransmit), no idle restart; timeouts change nothing.
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <random>
 
 #include "common/cpp/ring.hh"
@@ -35,10 +45,22 @@ constexpr double kProbeRttMs = 200;
 constexpr double kMinCwnd = 4;  // BBR's floor: enough for delayed ACKs to keep flowing
 constexpr double kFullBwGrowth = 1.25;
 constexpr int kFullBwRounds = 3;
+constexpr uint64_t kExtraAckedWindowRounds = 5;  // each of the two extra_acked slots
+constexpr double kMinQuantumPackets = 2;         // the kernel's smallest TSO burst
+constexpr double kQuantumBudgetQuanta = 3;       // tcp_bbr.c's quantization budget
+
+// How the window's headroom is modelled on the kernel's (see the file's comment).
+struct KernelHeadroom {
+  double extra_acked_gain;
+  double extra_acked_max_ms;
+  double quantum_ms;
+  double pacing_margin;
+};
 
 class Bbr final : public Controller {
  public:
-  Bbr(double cwnd_gain, uint64_t seed) : cwnd_gain_(cwnd_gain), rng_(seed) {
+  Bbr(double cwnd_gain, KernelHeadroom headroom, uint64_t seed)
+      : cwnd_gain_(cwnd_gain), headroom_(headroom), rng_(seed) {
     for (BwSlot& s : btlbw_slots_) s = BwSlot{0, 0, false};
   }
 
@@ -93,6 +115,7 @@ class Bbr final : public Controller {
       if (interval > 0 && (!have_rtprop_ || interval >= rtprop_ms_)) {
         update_btlbw((delivered_ - rec.delivered) / interval);
       }
+      update_ack_aggregation(round_start, ack_ms);
     }
 
     const double in_flight = static_cast<double>(sent_.size());
@@ -132,6 +155,41 @@ class Bbr final : public Controller {
     for (const BwSlot& s : btlbw_slots_) {
       if (s.used && round_count_ - s.round < kBtlBwRounds) btlbw_ = std::max(btlbw_, s.rate);
     }
+  }
+
+  // tcp_bbr.c's bbr_update_ack_aggregation, one packet per ACK.
+  void update_ack_aggregation(bool round_start, double ack_ms /* sender clock */) {
+    if (round_start && ++extra_acked_rounds_ >= kExtraAckedWindowRounds) {
+      extra_acked_rounds_ = 0;
+      extra_acked_slot_ ^= 1;
+      extra_acked_[extra_acked_slot_] = 0;
+    }
+    double expected = btlbw_ * (ack_ms - ack_epoch_ms_);
+    // ACKs at or below the modelled rate: a new epoch starts here.
+    if (ack_epoch_acked_ <= expected) {
+      ack_epoch_acked_ = 0;
+      ack_epoch_ms_ = ack_ms;
+      expected = 0;
+    }
+    ack_epoch_acked_ += 1;
+    const double extra = std::min(ack_epoch_acked_ - expected, cwnd_);
+    extra_acked_[extra_acked_slot_] = std::max(extra_acked_[extra_acked_slot_], extra);
+  }
+
+  double aggregation_headroom() const {
+    if (!filled_pipe_) return 0;
+    const double extra = std::max(extra_acked_[0], extra_acked_[1]);
+    return std::min(headroom_.extra_acked_gain * extra, btlbw_ * headroom_.extra_acked_max_ms);
+  }
+
+  // tcp_bbr.c's bbr_quantization_budget, with a send quantum of quantum_ms at the pacing rate.
+  double quantization_budget(double cwnd) const {
+    if (headroom_.quantum_ms <= 0) return cwnd;
+    const double quantum = std::max(kMinQuantumPackets, pacing_rate_ * headroom_.quantum_ms);
+    cwnd += kQuantumBudgetQuanta * std::floor(quantum);
+    cwnd = 2 * std::ceil(cwnd / 2);
+    if (mode_ == Mode::kProbeBw && pacing_gain_ > 1) cwnd += 2;
+    return cwnd;
   }
 
   double bdp(double gain) const {
@@ -211,7 +269,8 @@ class Bbr final : public Controller {
   }
 
   void update_cwnd() {
-    const double target = std::max(bdp(cwnd_gain_now_), kMinCwnd);
+    const double target =
+        std::max(quantization_budget(bdp(cwnd_gain_now_) + aggregation_headroom()), kMinCwnd);
     if (filled_pipe_) {
       cwnd_ = std::min(cwnd_ + 1, target);
     } else if (cwnd_ < target || delivered_ < kInitialWindow) {
@@ -223,12 +282,13 @@ class Bbr final : public Controller {
   }
 
   void update_pacing() {
-    const double rate = pacing_gain_ * btlbw_;
+    const double rate = pacing_gain_ * btlbw_ * (1 - headroom_.pacing_margin);
     // Startup only raises the rate: an early low sample must not slow the ramp.
     if (filled_pipe_ || rate > pacing_rate_) pacing_rate_ = rate;
   }
 
   double cwnd_gain_;
+  KernelHeadroom headroom_;
   std::mt19937_64 rng_;
   Mode mode_ = Mode::kStartup;
   double pacing_gain_ = kHighGain;
@@ -259,11 +319,19 @@ class Bbr final : public Controller {
   double probe_rtt_done_ms_ = -1;  // sender clock; -1 until in-flight has fallen to kMinCwnd
   bool probe_rtt_round_done_ = false;
   double prior_cwnd_ = kInitialWindow;
+
+  std::array<double, 2> extra_acked_{0, 0};  // packets, the max of each window of rounds
+  int extra_acked_slot_ = 0;
+  uint64_t extra_acked_rounds_ = 0;
+  double ack_epoch_ms_ = 0;  // sender clock
+  double ack_epoch_acked_ = 0;
 };
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t seed) {
-  const double cwnd_gain = param(params, "cwnd_gain");
-  return std::make_unique<Bbr>(cwnd_gain, seed);
+  const KernelHeadroom headroom{param(params, "extra_acked_gain"),
+                                param(params, "extra_acked_max_ms"), param(params, "quantum_ms"),
+                                param(params, "pacing_margin")};
+  return std::make_unique<Bbr>(param(params, "cwnd_gain"), headroom, seed);
 }
 
 }  // namespace
@@ -272,7 +340,18 @@ SchemeEntry bbr_scheme() {
   return {{"bbr",
            "BBR v1: paces at the max delivery rate, window 2 BDP, probes bandwidth and min RTT",
            {{"cwnd_gain", 2, "window in BDPs (btlbw x rtprop) outside startup and drain",
-             at_least(1)}}},
+             at_least(1)},
+            {"extra_acked_gain", 1,
+             "window headroom for ACK aggregation, in extra_acked (Linux: 1; 0: none)",
+             at_least(0)},
+            {"extra_acked_max_ms", 100, "the aggregation headroom's cap, in ms of btlbw",
+             at_least(0)},
+            {"quantum_ms", 1,
+             "send quantum in ms of the pacing rate (>= 2 packets); 3 of them are window "
+             "headroom (Linux: 1 ms, its TSO autosizing; 0: none)",
+             at_least(0)},
+            {"pacing_margin", 0.01, "pace this fraction below gain x btlbw (Linux: 1%)",
+             in_closed(0, 0.5)}}},
           &make};
 }
 
