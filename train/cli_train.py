@@ -144,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if folder is None:
         folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)
         folder.write_config(config)
+        folder.write_machine()
     elif changes:  # a resumed run records its new target (--iterations, --workers)
         folder.write_config(config)
     print(f"run folder: {folder.path}")

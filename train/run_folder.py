@@ -16,20 +16,26 @@ Imports stay light (no torch): `ccgym report` reads run folders through here.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import time
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ccgym.errors import UserError
-from ccgym.files import atomic_write_text
+from ccgym.files import atomic_write_json, atomic_write_text
 from ccgym.policies.policy_path import POLICY_FILE
 from ccgym.train.config import load_config, to_toml
 
 CONFIG_FILE = "config.toml"
 CHECKPOINT_FILE = "checkpoint.pt"
 LEADERBOARD_FILE = "leaderboard.txt"
+MACHINE_FILE = "machine.json"
+# Libraries whose numerics reach the policy: a different version can change the weights.
+NUMERIC_LIBRARIES = ("torch", "numpy", "ray", "gymnasium")
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,12 @@ class RunFolder:
     def load_config(self) -> Any:
         return load_config(self.config)
 
+    def write_machine(self) -> None:
+        """machine.json: the CPU and the libraries the run trained on. One config and seed
+        write the same policy.pt on one machine, but another instruction set (AVX2 against
+        AVX-512) changes torch's float sums and so the weights: compare runs whose files match."""
+        atomic_write_json(self.path / MACHINE_FILE, machine_description())
+
     def events_writer(self, purge_step: int) -> Any:
         """TensorBoard's writer on this folder. purge_step drops events that a killed run
         logged after its last checkpoint, so a resumed run logs each iteration once."""
@@ -105,3 +117,26 @@ def hyperparameter_table(config: Any) -> str:
     for key, value in config.flat().items():
         lines.append(f"| {key} | {value} |")
     return "\n".join(lines)
+
+
+def machine_description() -> dict[str, Any]:
+    """The CPU model, the instruction-set extensions that change float results, the core count
+    and the numeric libraries' versions."""
+    model, flags = "", set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    versions = {}
+    for name in NUMERIC_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"cpu": model or platform.processor(), "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "simd": sorted(f for f in flags if f.startswith(("avx", "fma", "sse4"))),
+            "python": platform.python_version(), "libraries": versions}

@@ -11,6 +11,7 @@ as users run them, so that the second finds nothing in memory and everything on 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import torch
 
 from ccgym.train.config import parse_config, to_toml
+from ccgym.train.run_folder import MACHINE_FILE
 
 CLI = [sys.executable, "-m", "ccgym.cli"]
 RUN_TIMEOUT_S = 600  # a busy machine; a run takes well under a minute on an idle one
@@ -103,3 +105,6 @@ def test_two_trainings_of_one_config_and_seed_write_the_same_policy(tmp_path: Pa
     assert history(first) == history(second)  # every iteration's loss, agreement and score
     assert len(history(first)) == CONFIG["run"]["iterations"]
     assert digest(first) == digest(second)
+    # Each run says what it ran on, so runs from other machines are not compared by mistake.
+    machines = [json.loads((run / MACHINE_FILE).read_text()) for run in (first, second)]
+    assert machines[0] == machines[1] and machines[0]["libraries"]["torch"]
