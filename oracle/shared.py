@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccgym.analysis.metrics import jain_index
+from ccgym.measure.metrics import jain_index
 from ccgym.emulators import _core
 from ccgym.emulators.stepping import run_stepped
 from ccgym.oracle.ideal import expert_action, ideal_window

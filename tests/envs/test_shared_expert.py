@@ -4,7 +4,7 @@ its window on known answers, and flows that follow it sharing the link fairly.""
 import numpy as np
 import pytest
 
-from ccgym.analysis.metrics import jain_index
+from ccgym.measure.metrics import jain_index
 from ccgym.emulators import _core
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.envs.shared_link import SharedLinkEnv, SharedLinks
