@@ -197,9 +197,9 @@ def _show(args: argparse.Namespace) -> int:
 
     links = _links_to_show(args)
     check_not_input(args.json, links_mod.input_files(links, args.links), "--json")
-    results = [{"name": link.name, "group": link.group, "spec": link.spec,
-                "source": link.source, "statistics": link_statistics(link, args.seed)}
-               for link in links]
+    results: list[dict[str, Any]] = [
+        {"name": link.name, "group": link.group, "spec": link.spec, "source": link.source,
+         "statistics": link_statistics(link, args.seed)} for link in links]
     if is_stdout(args.json):
         _write_json(args.json, {"links": results})
         return 0
