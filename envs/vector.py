@@ -81,7 +81,7 @@ class VecLinkEnv(VectorEnv):
         self.links = resolve_env_links(self.config.links)
         self.num_envs = num_envs
         self.single_observation_space = observation_space()
-        self.single_action_space = spaces.Discrete(_core.NUM_ACTIONS)
+        self.single_action_space: spaces.Discrete = spaces.Discrete(_core.NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
