@@ -195,11 +195,12 @@ def _describe_process(process: dict[str, Any]) -> str:
 def _show(args: argparse.Namespace) -> int:
     from ccgym.emulators.link_facts import WINDOW_MS  # numpy, which `ccgym links list` does without
 
+    results: list[dict[str, Any]]  # the JSON's links: their statistics a dict, the rest text
     links = _links_to_show(args)
     check_not_input(args.json, links_mod.input_files(links, args.links), "--json")
-    results: list[dict[str, Any]] = [
-        {"name": link.name, "group": link.group, "spec": link.spec, "source": link.source,
-         "statistics": link_statistics(link, args.seed)} for link in links]
+    results = [{"name": link.name, "group": link.group, "spec": link.spec,
+                "source": link.source, "statistics": link_statistics(link, args.seed)}
+               for link in links]
     if is_stdout(args.json):
         _write_json(args.json, {"links": results})
         return 0
