@@ -139,8 +139,9 @@ def evaluated_view(metrics: Metrics, evaluated: int) -> Metrics:
     """A shared run's metrics with the evaluated flow's throughput, delays and score on top;
     capacity, utilization and loss stay the link's (all flows)."""
     own = _flow(metrics, evaluated)
-    return dataclasses.replace(metrics, **{key: own[key] for key in (
-        "throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score")})
+    return dataclasses.replace(metrics, throughput_mbps=own["throughput_mbps"],
+                               delay_p95_ms=own["delay_p95_ms"],
+                               e2e_delay_p95_ms=own["e2e_delay_p95_ms"], score=own["score"])
 
 
 def _ratio(numerator: float, denominator: float) -> float:

@@ -236,8 +236,8 @@ def summary_cells(rows: Sequence[Row]) -> list[list[str]]:
 
     def line(scheme: str, group: list[Row]) -> tuple[float | None, list[str]]:
         scores = [_number(r.get("score")) for r in group]
-        gaps = [None if bound.get(str(r["link"])) is None or score is None
-                else bound[str(r["link"])] - score for r, score in zip(group, scores)]
+        gaps = [None if (b := bound.get(str(r["link"]))) is None or score is None
+                else b - score for r, score in zip(group, scores)]
         mean_score = _mean(scores)
         is_bound = scheme.lower() == OMNISCIENT
         cells = [scheme, str(len(group)), _fixed(2)(mean_score),
@@ -249,7 +249,7 @@ def summary_cells(rows: Sequence[Row]) -> list[list[str]]:
 
     lines = {scheme: line(scheme, group) for scheme, group in by_scheme.items()}
     pinned = [cells for scheme, (_, cells) in lines.items() if scheme.lower() == OMNISCIENT]
-    ranked = sorted(((m, cells) for scheme, (m, cells) in lines.items()
+    others = sorted(((m, cells) for scheme, (m, cells) in lines.items()
                      if scheme.lower() != OMNISCIENT),
                     key=lambda item: (item[0] is None, -(item[0] or 0.0)))
-    return pinned + [cells for _, cells in ranked]
+    return pinned + [cells for _, cells in others]

@@ -247,7 +247,7 @@ def group_summary(rows: Sequence[dict[str, Any]], policies: Sequence[str]) -> di
     by_scheme: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_scheme.setdefault(row["scheme"], []).append(row)
-    entries = []
+    entries: list[dict[str, Any]] = []
     for scheme, scheme_rows in by_scheme.items():
         scored = [r for r in scheme_rows if r.get("score") is not None]
         gaps = [bound[r["link"]] - r["score"] for r in scored if bound.get(r["link"]) is not None]
@@ -295,12 +295,12 @@ def check_document(path: Any, doc: dict[str, Any]) -> dict[str, Any]:
     from its rows (the rows are the measurement); UserError naming the file and what is wrong."""
     from ccgym.analysis.leaderboard import row_problem
 
-    expected = {"options": dict, "skipped": list, "summary": dict, "rows": list,
-                "wall_s": (int, float)}
+    expected: dict[str, type | tuple[type, ...]] = {
+        "options": dict, "skipped": list, "summary": dict, "rows": list, "wall_s": (int, float)}
     for key, kind in expected.items():
         if not isinstance(doc.get(key), kind):
             raise UserError(f"{path}: a suite document needs {key!r} "
-                            f"({'a number' if key == 'wall_s' else kind.__name__}); "
+                            f"({'a number' if isinstance(kind, tuple) else kind.__name__}); "
                             "write it with ccgym suite --json")
     for i, row in enumerate(doc["rows"]):
         missing = {"link", "scheme", "group"} - set(row) if isinstance(row, dict) else {"row"}

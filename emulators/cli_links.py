@@ -195,6 +195,7 @@ def _describe_process(process: dict[str, Any]) -> str:
 def _show(args: argparse.Namespace) -> int:
     from ccgym.emulators.link_facts import WINDOW_MS  # numpy, which `ccgym links list` does without
 
+    results: list[dict[str, Any]]  # the JSON's links: their statistics a dict, the rest text
     links = _links_to_show(args)
     check_not_input(args.json, link_names.input_files(links, args.links), "--json")
     results = [{"name": link.name, "group": link.group, "spec": link.spec,

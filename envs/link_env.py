@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -183,6 +183,16 @@ class LinkProfile:
     ideal: IdealWindow
 
 
+class LinkRates(Protocol):
+    """What start_window needs of a link: Link-v0's LinkProfile or a shared link's profile."""
+
+    @property
+    def rate_mbps(self) -> float: ...
+
+    @property
+    def delay_ms(self) -> float: ...
+
+
 def link_profile(link: Link, config: EnvConfig) -> LinkProfile:
     return _link_profile(link, config.oracle_seed, config.oracle_duration_ms,
                          tuple(config.oracle_lookbacks))
@@ -216,7 +226,7 @@ def check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"render_mode: ccgym/Link-v0 renders nothing, got {render_mode!r}")
 
 
-def start_window(rng: np.random.Generator, profile: LinkProfile,
+def start_window(rng: np.random.Generator, profile: LinkRates,
                  config: EnvConfig) -> tuple[float, int]:
     """(window, steps it is held) at an episode's start: initial_window, not held, or for a
     random_start share of episodes a window drawn log-uniformly in [MIN_WINDOW,
@@ -314,7 +324,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         delay = float(step_delay_ms(mean_delay, self._previous_delay))
         self._previous_delay = delay
         delivered = float(delivered_mbps(stats["delivered_bytes"]))
-        p = self._profile
+        p = self._link()
         reward = float(step_reward(delivered, delay, p.rate_mbps, p.delay_ms,
                                    self.config.throughput_weight, self.config.delay_weight))
         truncated = self._steps >= self.config.episode_steps
@@ -325,12 +335,17 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
 
     def _info(self, delivered: float, delay_ms: float) -> dict[str, Any]:
         window = float(self._sim.window())
-        ideal = float(self._profile.ideal.window(self._sim.now_ms))
+        ideal = float(self._link().ideal.window(self._sim.now_ms))
         return {"ideal_window": ideal, "expert_action": self.expert_action(), "window": window,
-                "link": self._profile.name, "delivered_mbps": delivered, "delay_ms": delay_ms}
+                "link": self._link().name, "delivered_mbps": delivered, "delay_ms": delay_ms}
 
     def expert_action(self) -> int:
         """The oracle's action now (as in the last info)."""
         window = float(self._sim.window())
-        return expert_action(window, self._profile.ideal.window(self._sim.now_ms),
+        return expert_action(window, self._link().ideal.window(self._sim.now_ms),
                              self._sim.growth_ceiling())
+
+    def _link(self) -> LinkProfile:
+        # reset sets it, with the simulator that every call after reset needs as well
+        assert self._profile is not None, "reset() the environment first"
+        return self._profile

@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.utils.typing import AgentID, MultiAgentDict
 
 from ccgym.emulators import _core
 from ccgym.envs.competitors import SELF
@@ -60,15 +60,17 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         self.core = SharedLinks(1, self.config, threads=1)
         most = 1 + max(flows.count(SELF) for flows in self.core.entries)
         self.possible_agents = [agent_id(k) for k in range(most)]
-        self.agents: list[str] = []
+        self.agents = []
         self.observation_spaces = {a: observation_space() for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(_core.NUM_ACTIONS) for a in self.possible_agents}
         self._rng: np.random.Generator | None = None
-        self._left: set[str] = set()    # agents whose flow stopped this episode
-        self._acting: set[str] = set()  # agents expected to act in the next step
+        self._left: set[AgentID] = set()    # agents whose flow stopped this episode
+        self._acting: set[AgentID] = set()  # agents expected to act in the next step
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    # reset and step: RLlib's MultiAgentEnv gives gym.Env's per-agent dicts (it ignores the
+    # same error in its own definitions)
+    def reset(self, *, seed: int | None = None,  # type: ignore[override]  # RLlib's dicts
+              options: dict[str, Any] | None = None) -> tuple[MultiAgentDict, MultiAgentDict]:
         if seed is None and self._rng is None:
             seed = self.config.seed
         if seed is not None or self._rng is None:
@@ -81,12 +83,13 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         return ({a: rows.obs[self._row(a)] for a in self.agents},
                 {a: self._info(rows, self._row(a)) for a in self.agents})
 
-    def step(self, action_dict: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    def step(self, action_dict: MultiAgentDict) -> tuple[  # type: ignore[override]  # as reset
+            MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
         actions = np.full(self.core.num_rows, -1, dtype=np.int32)  # absent: keep the window
         for agent, action in action_dict.items():
             if agent not in self._acting:
                 raise ValueError(f"action for {agent!r}, which is not acting in the episode "
-                                 f"now (acting: {sorted(self._acting)})")
+                                 f"now (acting: {sorted(self._acting, key=str)})")
             a = int(action)
             if not 0 <= a < _core.NUM_ACTIONS:
                 raise ValueError(f"{agent}: action must be in [0, {_core.NUM_ACTIONS}), "
@@ -95,10 +98,15 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         rows = self.core.step(actions)
         return self._outcome(rows)
 
-    def _outcome(self, rows: RowStep) -> tuple[dict[str, Any], ...]:
+    def _outcome(self, rows: RowStep) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict,
+                                               MultiAgentDict, MultiAgentDict]:
         done = bool(rows.done[0])
-        obs, rewards, terminated, truncated, infos = {}, {}, {}, {}, {}
-        acting = set()
+        obs: MultiAgentDict = {}
+        rewards: MultiAgentDict = {}
+        terminated: MultiAgentDict = {}
+        truncated: MultiAgentDict = {}
+        infos: MultiAgentDict = {}
+        acting: set[AgentID] = set()
         for r in range(self.core.num_rows):
             agent = agent_id(r)
             if agent in self._left or (agent not in self._acting and not rows.active[r]):
@@ -118,20 +126,15 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         terminated[ALL], truncated[ALL] = False, done
         return obs, rewards, terminated, truncated, infos
 
-    def expert_actions(self) -> dict[str, int]:
+    def expert_actions(self) -> dict[AgentID, int]:
         """The DAgger expert's action of each agent that acts in the next step, computed for
         all of them in one call (oracle/shared.py)."""
         actions = self.core.expert_actions()
         return {a: int(actions[self._row(a)]) for a in self.agents if a in self._acting}
 
-    def _row(self, agent: str) -> int:
-        return int(agent.removeprefix("flow_"))
+    def _row(self, agent: AgentID) -> int:
+        return int(str(agent).removeprefix("flow_"))
 
     def _info(self, rows: RowStep, r: int) -> dict[str, Any]:
-        return row_info(rows, r, self.core.profiles[0].name, self.core.scenarios[0].entry)
-
-    def get_observation_space(self, agent_id: str) -> gym.Space:
-        return self.observation_spaces[agent_id]
-
-    def get_action_space(self, agent_id: str) -> gym.Space:
-        return self.action_spaces[agent_id]
+        profile, scenario = self.core.episode(0)
+        return row_info(rows, r, profile.name, scenario.entry)

@@ -47,7 +47,7 @@ from ccgym.emulators.links import Link
 from ccgym.envs.link_env import (EnvConfig, check_render_mode, delivered_mbps, draw_episode,
                                  link_profile, observation_space, resolve_env_links,
                                  start_window, step_delay_ms, step_reward)
-from ccgym.oracle.ideal import ConstantIdealWindow
+from ccgym.oracle.ideal import ConstantIdealWindow, TraceIdealWindow
 from ccgym.oracle.shared import fair_windows
 
 
@@ -127,6 +127,12 @@ class SharedLinks:
         self.steps[i] = 0
         self._reset.add(i)
 
+    def episode(self, i: int) -> tuple[SharedProfile, Scenario]:
+        """Simulation i's link and competitors, as reset_sim drew them."""
+        profile, scenario = self.profiles[i], self.scenarios[i]
+        assert profile is not None and scenario is not None, f"simulation {i} was never reset"
+        return profile, scenario
+
     @property
     def num_rows(self) -> int:
         return int(self.vec.num_rows)
@@ -183,7 +189,8 @@ class SharedLinks:
             window = link_profile(self.links[int(index)], self.config).ideal
             if isinstance(window, ConstantIdealWindow):
                 ideal[sims] = window.value
-            else:
+            else:  # ideal_window's other kind, a trace's schedule
+                assert isinstance(window, TraceIdealWindow)
                 ideal[sims] = window.windows(now[sims])
         return ideal
 
@@ -205,7 +212,7 @@ class SharedLinks:
         row_sim, rate, propagation, previous = [], [], [], []
         for i in range(self.num_sims):
             n = begins[i + 1] - begins[i]
-            p = self.profiles[i]
+            p = self.episode(i)[0]
             row_sim += [i] * n
             rate += [p.rate_mbps] * n
             propagation += [p.delay_ms] * n
@@ -251,7 +258,8 @@ class SharedLinkEnv(gym.Env[np.ndarray, np.int64]):
         return rows.obs[0], float(rows.reward[0]), False, bool(rows.done[0]), self._info(rows)
 
     def _info(self, rows: RowStep) -> dict[str, Any]:
-        return row_info(rows, 0, self.core.profiles[0].name, self.core.scenarios[0].entry)
+        profile, scenario = self.core.episode(0)
+        return row_info(rows, 0, profile.name, scenario.entry)
 
     def expert_action(self) -> int:
         """The DAgger expert's action for the learned flow now (oracle/shared.py)."""

@@ -81,7 +81,7 @@ class VecLinkEnv(VectorEnv):
         self.links = resolve_env_links(self.config.links)
         self.num_envs = num_envs
         self.single_observation_space = observation_space()
-        self.single_action_space = spaces.Discrete(_core.NUM_ACTIONS)
+        self.single_action_space: spaces.Discrete = spaces.Discrete(_core.NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
@@ -157,15 +157,17 @@ class VecLinkEnv(VectorEnv):
             return [None if base is None else base + i for i in range(self.num_envs)]
         if isinstance(seed, (int, np.integer)):
             return [int(seed) + i for i in range(self.num_envs)]
-        seeds = list(seed)
+        seeds: list[int | None] = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
         return seeds
 
     def _reset_slot(self, i: int) -> None:
-        index, sim_seed = draw_episode(self._rngs[i], len(self.links))
+        rng = self._rngs[i]
+        assert rng is not None  # reset seeds every slot before it resets any
+        index, sim_seed = draw_episode(rng, len(self.links))
         profile = link_profile(self.links[index], self.config)
-        window, self._held_steps[i] = start_window(self._rngs[i], profile, self.config)
+        window, self._held_steps[i] = start_window(rng, profile, self.config)
         self._vec.reset(i, profile.spec, sim_seed, window)
         self._profiles[i] = profile
         self._unique = None
@@ -178,8 +180,11 @@ class VecLinkEnv(VectorEnv):
         """The slots' distinct links, each slot's index into them in _profile_index."""
         if self._unique is None:
             index: dict[LinkProfile, int] = {}
-            self._profile_index = np.array([index.setdefault(p, len(index))
-                                            for p in self._profiles], dtype=np.int64)
+            slots = []
+            for p in self._profiles:
+                assert p is not None  # infos come after reset, which gives every slot a link
+                slots.append(index.setdefault(p, len(index)))
+            self._profile_index = np.array(slots, dtype=np.int64)
             self._unique = list(index)
         return self._unique
 

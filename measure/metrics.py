@@ -67,7 +67,7 @@ def capacity_mbps(opportunities_ms: ArrayLike, duration_ms: float) -> float:
     """The link's delivery opportunities in [0, duration_ms), 1500 bytes each, in Mbit/s."""
     _check_duration(duration_ms)
     opportunities = np.asarray(opportunities_ms, dtype=np.float64)
-    count = np.count_nonzero((opportunities >= 0) & (opportunities < duration_ms))
+    count = int(np.count_nonzero((opportunities >= 0) & (opportunities < duration_ms)))
     return _mbps(count * BYTES_PER_OPPORTUNITY, duration_ms)
 
 

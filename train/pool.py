@@ -51,7 +51,7 @@ def _token_auth_quietly() -> None:
     if _AUTH_MODE_ENV in os.environ:
         return
     os.environ[_AUTH_MODE_ENV] = "token"
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # ray's _raylet.pyi omits it
 
     Config.initialize("")  # ray is imported already: re-read the environment
 

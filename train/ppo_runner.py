@@ -28,12 +28,16 @@ Fixed-length sampling (`num_timesteps`) and random actions fall back to RLlib's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.wrappers.vector import DictInfoToList
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.distribution.distribution import Distribution
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
@@ -69,13 +73,14 @@ class Rollout:
         terminated = np.stack(self.terminated, 1)
         episodes = []
         for row, n in enumerate(self.lengths().tolist()):
+            o, a, r = obs[row, :n + 1], actions[row, :n], rewards[row, :n]
             extra = {Columns.ACTION_LOGP: logp[row, :n],
                      Columns.ACTION_DIST_INPUTS: dist_inputs[row, :n],
                      Columns.STATE_OUT: {k: v[row, :n] for k, v in states.items()},
                      WEIGHTS_SEQ_NO: np.full(n, weights_seq_no)}
             episodes.append(SingleAgentEpisode(
-                observations=obs[row, :n + 1], actions=actions[row, :n],
-                rewards=rewards[row, :n], infos=[{} for _ in range(n + 1)],
+                observations=o, actions=a, rewards=r,  # type: ignore[arg-type]  # RLlib's hints lack arrays
+                infos=[{} for _ in range(n + 1)],
                 extra_model_outputs=extra,
                 terminated=bool(terminated[row, n - 1]),
                 truncated=not terminated[row, n - 1], len_lookback_buffer=0,
@@ -83,7 +88,7 @@ class Rollout:
         return episodes
 
 
-def sample_actions(dist_class: type, logits: torch.Tensor,
+def sample_actions(dist_class: type[Distribution], logits: torch.Tensor,
                    explore: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Actions (R,) from the module's action distribution over the logits (R, A), and their
     log-probabilities, as RLlib's GetActions connector draws them (the greedy action when not
@@ -100,8 +105,10 @@ def sample_actions(dist_class: type, logits: torch.Tensor,
     dist = dist_class.from_logits(logits)
     if not explore:
         dist = dist.to_deterministic()
-    actions = dist.sample()
-    return actions, dist.logp(actions)
+    # cast: RLlib's hints cover every framework (and sample's (sample, logp) form); a torch
+    # module's distribution gives tensors.
+    actions = cast(torch.Tensor, dist.sample())
+    return actions, cast(torch.Tensor, dist.logp(actions))
 
 
 class BatchedEnvRunner(SingleAgentEnvRunner):
@@ -130,8 +137,11 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
     @torch.inference_mode()
     def _sample_round(self, explore: bool) -> list[SingleAgentEpisode]:
         """One episode in every slot of the vector env, all stepped together."""
-        env = self.env.env  # under RLlib's wrapper, which splits the infos per env each step
-        module = self.module
+        wrapper, module = self.env, self.module
+        # RLlib's runner wraps the vector env so (make_env), and builds a torch module for it
+        # unless the algorithm has none (random actions only, which _sample leaves to RLlib).
+        assert isinstance(wrapper, DictInfoToList) and isinstance(module, TorchRLModule)
+        env = wrapper.env  # under RLlib's wrapper, which splits the infos per env each step
         # forward_exploration would switch the module to eval and back on every call (a walk
         # over its submodules); this inference-only copy is never trained, so once is enough.
         module.eval()
@@ -163,5 +173,5 @@ class BatchedEnvRunner(SingleAgentEnvRunner):
             rollout.ends.append(ended)
             rollout.terminated.append(np.asarray(terminated, dtype=bool))
             done |= ended
-        spaces = (self.env.single_observation_space, self.env.single_action_space)
+        spaces = (wrapper.single_observation_space, wrapper.single_action_space)
         return rollout.episodes(spaces, self._weights_seq_no)

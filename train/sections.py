@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_type_hints
 
 from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, rule
 from ccgym.emulators._core import STEP_MS
@@ -347,7 +347,8 @@ class TrainConfig:
         return {f"{s}.{k}": v for s in self.used_sections() for k, v in doc[s].items()}
 
 
-SECTIONS: dict[str, type] = {f.name: f.default_factory for f in dataclasses.fields(TrainConfig)}
+# Each section's dataclass by name, in file order (the fields' types are their default factories).
+SECTIONS: dict[str, type] = get_type_hints(TrainConfig)
 
 # Keys that moved, for the error an older config meets.
 MOVED = {f"{algorithm}.{key}": f"run.{key}" for algorithm in ("dagger", "ppo")

@@ -312,11 +312,16 @@ NB_MODULE(_core, m) {
                       "simulation 10 ms, on threads, without the GIL.")
       .def("observations", [](VecSimulator& v, nb::object out) {
         return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
-      }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.")
+      }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.",
+         // out is a plain object here (fill_rows checks it), an array in the stub.
+         nb::sig("def observations(self, out: numpy.typing.NDArray[numpy.float32] | None = None)"
+                 " -> numpy.typing.NDArray[numpy.float32]"))
       .def("stats", [](VecSimulator& v, nb::object out) {
         return fill_rows<double>(out, v.rows(), kStatColumns, [&](double* p) { v.stats(p); });
       }, "out"_a = nb::none(),
-         "The last step's statistics, one row per external flow, columns STAT_*; into out if given.")
+         "The last step's statistics, one row per external flow, columns STAT_*; into out if given.",
+         nb::sig("def stats(self, out: numpy.typing.NDArray[numpy.float64] | None = None)"
+                 " -> numpy.typing.NDArray[numpy.float64]"))
       .def("closest_actions", [](VecSimulator& v,
                                  nb::ndarray<const double, nb::ndim<1>, nb::c_contig> targets) {
         if (targets.shape(0) != v.rows()) throw std::invalid_argument("one target per row");
