@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from ray.rllib.utils.typing import MultiAgentDict
 
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.train.config import TrainConfig
@@ -62,7 +63,8 @@ class FairShareEnv(SharedLinkMultiAgentEnv):
         self.sigma = float(values.pop("fair_share_sigma", 1.0))
         super().__init__(values)
 
-    def step(self, action_dict: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    def step(self, action_dict: MultiAgentDict) -> tuple[  # type: ignore[override]  # as the env's
+            MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
         obs, rewards, terminated, truncated, infos = super().step(action_dict)
         for agent in rewards:
             info = infos[agent]

@@ -122,7 +122,7 @@ def hyperparameter_table(config: Any) -> str:
 def machine_description() -> dict[str, Any]:
     """The CPU model, the instruction-set extensions that change float results, the core count
     and the numeric libraries' versions."""
-    model, flags = "", set()
+    model, flags = "", set[str]()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
@@ -130,7 +130,7 @@ def machine_description() -> dict[str, Any]:
                 model = value.strip()
             elif key.strip() == "flags" and not flags:
                 flags = set(value.split())
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in NUMERIC_LIBRARIES:
         try:
             versions[name] = metadata.version(name)
