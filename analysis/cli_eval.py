@@ -59,12 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "evaluated flow joins last) or the evaluated scheme; the others "
                              "follow --interval-s apart (default: competitors)")
     parser.add_argument("--seed", type=flags.seed, default=1, help="first seed")
-    parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the rows as JSON (a list of objects); '-': standard output "
-                             "(the table then goes to standard error)")
-    parser.add_argument("--plots", metavar="DIR", type=flags.plots_folder,
-                        help="write plots and their index.html into DIR, replacing what an "
-                             "earlier --plots wrote there (a folder of other files is refused)")
+    flags.add_row_outputs(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -148,3 +148,13 @@ def _number(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
+
+
+def add_row_outputs(parser: argparse.ArgumentParser) -> None:
+    """--json and --plots of the verbs that print leaderboard rows (eval, run)."""
+    parser.add_argument("--json", metavar="OUT", type=output_file,
+                        help="write the rows as JSON (a list of objects); '-': standard output "
+                             "(the table then goes to standard error)")
+    parser.add_argument("--plots", metavar="DIR", type=plots_folder,
+                        help="write plots and their index.html into DIR, replacing what an "
+                             "earlier --plots wrote there (a folder of other files is refused)")

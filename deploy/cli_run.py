@@ -79,12 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "takes the link shell (`ccgym shell`, needs root)")
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
-    parser.add_argument("--json", metavar="OUT", type=flags.output_file,
-                        help="write the rows as JSON (a list of objects); '-': standard output "
-                             "(the table then goes to standard error)")
-    parser.add_argument("--plots", metavar="DIR", type=flags.plots_folder,
-                        help="write plots and their index.html into DIR, replacing what an "
-                             "earlier --plots wrote there (a folder of other files is refused)")
+    flags.add_row_outputs(parser)
     parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
                         help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
