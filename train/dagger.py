@@ -14,8 +14,16 @@ Each iteration i = 1, 2, ...:
 
 Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
 (train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the shared RolloutPool (train/pool.py), one vectorized environment per task;
-everything a rollout needs travels in a RolloutTask, so a task runs the same on a cluster node.
+Rollouts run on the shared RolloutPool (train/pool.py), one SharedLinks per task (N
+simulations stepped together in C++, envs/shared_link.py); everything a rollout needs travels
+in a RolloutTask, so a task runs the same on a cluster node.
+
+On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
+(flow_0 and one per "self") is driven by the same expert-policy mixture, each with its own
+coins, labelled by the shared expert (oracle/shared.py: the classic competitors' mean packets
+in flight, or the ideal window split among the learned flows), and aggregated as an episode of
+its own, from its flow's start to its stop. Alone on the link the rollouts are those of
+ccgym/Link-v0. Validation stays the policy alone on the validation links.
 """
 
 from __future__ import annotations
