@@ -95,7 +95,7 @@ class RolloutResult:
                            # stopped early; 0: the flow never sent)
     policy_agreed: int     # steps where the policy's own choice equalled the expert's
     policy_steps: int      # steps where the policy made a choice
-    env_steps: int
+    env_steps: int         # steps recorded, every learned flow's (= sum of lengths)
     seconds: float
 
     def episodes(self) -> list[Episode]:
@@ -169,8 +169,8 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
     for k in range(tasks_per_iteration):
         n = min(per_task, count - k * per_task)
         # RLlib's convention, seed + worker_index, with the index unique over the whole run.
-        # VecLinkEnv seeds its sub-environment i with (reset seed + i): spacing the workers
-        # num_envs apart gives every sub-environment of the run its own seed.
+        # run_rollout draws simulation i from (task seed + i): spacing the workers num_envs
+        # apart gives every simulation of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
         env_config = EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
