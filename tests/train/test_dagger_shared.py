@@ -10,6 +10,7 @@ from gymnasium.utils import seeding
 
 from ccgym.emulators import _core
 from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.vector import VecLinkEnv
 from ccgym.train.config import TrainConfig, parse_config
 from ccgym.train.dagger import RolloutTask, make_tasks, run_rollout
 from ccgym.train.loop import train
@@ -86,3 +87,21 @@ def test_dagger_on_shared_links_aggregates_one_episode_per_learned_flow(tmp_path
     assert flows > 2 * config.dagger.rollouts_per_iteration  # some simulation had "self"
     assert len(state.history) == 2 and np.isfinite(state.history[-1]["score"])
     assert 0.0 <= state.history[-1]["agreement"] <= 1.0
+
+
+def test_alone_on_the_link_a_rollout_records_what_veclinkenv_steps() -> None:
+    """competitors ["none"]: simulation i is VecLinkEnv's sub-environment of seed + i, the
+    expert driving, its observations and expert actions recorded step by step."""
+    config = shared_config(competitors=["none"])
+    task = make_tasks(config, TRAIN_LINKS, 1, None)[0]
+    task.exploration = 0.0
+    result = run_rollout(task)
+    env = VecLinkEnv(task.num_envs, task.env_config, threads=1)
+    obs, infos = env.reset(seed=task.seed)
+    steps = task.env_config.episode_steps
+    assert result.obs.shape[:2] == (task.num_envs, steps) and (result.lengths == steps).all()
+    for t in range(steps):
+        np.testing.assert_array_equal(result.obs[:, t], obs)
+        np.testing.assert_array_equal(result.labels[:, t], infos["expert_action"])
+        if t < steps - 1:
+            obs, _, _, _, infos = env.step(infos["expert_action"])
