@@ -10,9 +10,9 @@ the round's episodes is timed too (RLlib's GAE, minibatches and epochs, in this 
 the whole iteration's rate (sampling + learning), which is what TensorBoard's charts/SPS does
 not count (it is the sampling rate, as DAgger's). PPO samples with ccgym's BatchedEnvRunner
 (train/ppo_runner.py); --rllib-runner also times RLlib's own SingleAgentEnvRunner, the one it
-replaces, in the same invocation ("ppo_rllib_runner"). ppo_multi_flow is PPO on shared links
-(--competitors, default two learned flows per simulation: the multi-agent env): its
-env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's. Prints one
+replaces, in the same invocation ("ppo_rllib_runner"). ppo_multi_flow and dagger_multi_flow
+are the trainers on shared links (--competitors, default two learned flows per simulation):
+their env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's. Prints one
 JSON object.
 
     .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
@@ -43,7 +43,7 @@ DAGGER_ITERATION = 20
 def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
     torch.manual_seed(0)
     policy = LstmPolicy(config.model.hidden_size)
-    rates = []
+    rates, flow_rates = [], []
     with RolloutPool(config.run.workers) as pool:
         for k in range(rounds + 1):
             tasks = dagger.make_tasks(config, specs, DAGGER_ITERATION + k, policy)
@@ -51,8 +51,11 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
             results = pool.run(dagger.run_rollout, tasks)
             seconds = time.perf_counter() - started
             if k > 0:  # round 0 warms up
-                rates.append(sum(r.env_steps for r in results) / seconds)
-    return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates}
+                steps = sum(t.num_envs * t.env_config.episode_steps for t in tasks)
+                rates.append(steps / seconds)
+                flow_rates.append(sum(r.env_steps for r in results) / seconds)
+    return {"env_steps_per_s": float(np.mean(rates)), "rounds": rates,
+            "flow_steps_per_s": float(np.mean(flow_rates))}
 
 
 def flow_steps(episode) -> int:
@@ -133,6 +136,8 @@ def main() -> None:
         shared = with_overrides(config, **{"links.competitors": args.competitors})
         out["ppo_multi_flow"] = {"competitors": args.competitors, **bench_ppo(
             shared, specs, args.rounds, build=ppo_multi.multi_algorithm_config)}
+        out["dagger_multi_flow"] = {"competitors": args.competitors,
+                                    **bench_dagger(shared, specs, args.rounds)}
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
     if args.rllib_runner:
         out["ppo_rllib_runner"] = bench_ppo(config, specs, args.rounds, rllib_runner=True)

@@ -107,6 +107,8 @@ class SharedLinks:
         self._begins = [0] * (num_sims + 1)  # row offsets as of the last refresh
         self._row_sim = np.zeros(0, dtype=np.int64)
         self._rate = self._propagation = self._previous_delay = np.zeros(0)
+        self._constant_ideal = np.zeros(num_sims)
+        self._varying_ideal: list[tuple[TraceIdealWindow, np.ndarray]] = []  # (window, its sims)
 
     def reset_sim(self, i: int, rng: np.random.Generator) -> None:
         """Draws simulation i's next episode (link, competitors) and runs it to its start."""
@@ -180,19 +182,27 @@ class SharedLinks:
         return self.vec.closest_actions(self.expert_windows()).astype(np.int64)
 
     def _ideal_windows(self) -> np.ndarray:
-        """Each simulation's single-flow ideal window now: one oracle call per distinct link,
-        all its simulations' clocks at once."""
+        """Each simulation's single-flow ideal window now: constant links' from the last
+        refresh, one oracle call per other distinct link, all its simulations' clocks at once."""
         now = self.begin_ms + self.steps * _core.STEP_MS
-        ideal = np.zeros(self.num_sims)
+        ideal = self._constant_ideal.copy()
+        for window, sims in self._varying_ideal:
+            ideal[sims] = window.windows(now[sims])
+        return ideal
+
+    def _group_ideal_windows(self) -> None:
+        """The simulations' ideal windows by distinct link, as _ideal_windows reads them:
+        looked up once per reset rather than on every step."""
+        self._constant_ideal = np.zeros(self.num_sims)
+        self._varying_ideal = []
         for index in np.unique(self.link_index):
             sims = self.link_index == index
             window = link_profile(self.links[int(index)], self.config).ideal
             if isinstance(window, ConstantIdealWindow):
-                ideal[sims] = window.value
+                self._constant_ideal[sims] = window.value
             else:  # ideal_window's other kind, a trace's schedule
                 assert isinstance(window, TraceIdealWindow)
-                ideal[sims] = window.windows(now[sims])
-        return ideal
+                self._varying_ideal.append((window, sims))
 
     def _row_step(self, obs: np.ndarray, reward: np.ndarray, delivered: np.ndarray,
                   delay: np.ndarray, stats: np.ndarray) -> RowStep:
@@ -221,6 +231,7 @@ class SharedLinks:
             else:
                 previous += self._previous_delay[old_begin[i]:old_begin[i + 1]].tolist()
         self._begins = begins
+        self._group_ideal_windows()
         self._row_sim = np.array(row_sim, dtype=np.int64)
         self._rate, self._propagation = np.array(rate), np.array(propagation)
         self._previous_delay = np.array(previous)

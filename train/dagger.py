@@ -14,8 +14,16 @@ Each iteration i = 1, 2, ...:
 
 Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
 (train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the shared RolloutPool (train/pool.py), one vectorized environment per task;
-everything a rollout needs travels in a RolloutTask, so a task runs the same on a cluster node.
+Rollouts run on the shared RolloutPool (train/pool.py), one SharedLinks per task (N
+simulations stepped together in C++, envs/shared_link.py); everything a rollout needs travels
+in a RolloutTask, so a task runs the same on a cluster node.
+
+On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
+(flow_0 and one per "self") is driven by the same expert-policy mixture, each with its own
+coins, labelled by the shared expert (oracle/shared.py: the classic competitors' mean packets
+in flight, or the ideal window split among the learned flows), and aggregated as an episode of
+its own, from its flow's start to its stop. Alone on the link the rollouts are those of
+ccgym/Link-v0. Validation stays the policy alone on the validation links.
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from gymnasium.utils import seeding
 from torch import nn
 
+from ccgym.emulators import _core
 from ccgym.envs.link_env import EnvConfig
-from ccgym.envs.vector import VecLinkEnv
+from ccgym.envs.shared_link import SharedLinks
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
@@ -67,9 +77,9 @@ class RolloutTask:
     """One worker's share of an iteration's rollouts: num_envs episodes, stepped together."""
 
     worker_index: int  # unique over the run (iteration and task)
-    num_envs: int
-    env_config: EnvConfig  # for ccgym.envs.vector.VecLinkEnv (links, episode_ms, seed)
-    seed: int  # the environment's reset seed; sub-environment i uses seed + i
+    num_envs: int  # simulations; each holds one learned flow per "self" competitor more
+    env_config: EnvConfig  # for ccgym.envs.shared_link.SharedLinks (links, competitors, ...)
+    seed: int  # simulation i draws its episode from np_random(seed + i)
     beta: float
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
@@ -78,77 +88,78 @@ class RolloutTask:
 
 @dataclass
 class RolloutResult:
+    # E episodes: one per learned flow (row of SharedLinks), each from its flow's start
     obs: np.ndarray        # (E, T, OBS_DIM) float32
     labels: np.ndarray     # (E, T) int64, the expert's action at each observation
-    lengths: np.ndarray    # (E,) steps recorded per episode (T unless it ended early)
+    lengths: np.ndarray    # (E,) steps recorded per episode (T unless it started late or
+                           # stopped early; 0: the flow never sent)
     policy_agreed: int     # steps where the policy's own choice equalled the expert's
     policy_steps: int      # steps where the policy made a choice
-    env_steps: int
+    env_steps: int         # steps recorded, every learned flow's (= sum of lengths)
     seconds: float
 
     def episodes(self) -> list[Episode]:
         return [(self.obs[e, :n].copy(), self.labels[e, :n].copy())
-                for e, n in enumerate(self.lengths)]
+                for e, n in enumerate(self.lengths) if n > 0]
 
 
 def run_rollout(task: RolloutTask) -> RolloutResult:
-    """Rolls out one batch of episodes; runs in a Ray worker or in-process."""
+    """Rolls out one batch of simulations; runs in a Ray worker or in-process.
+
+    Every learned flow of every simulation is a row of SharedLinks (envs/shared_link.py):
+    flow_0 and one more per "self" competitor, each driven by the same expert-policy mixture
+    with its own coins, labelled by the shared expert, and recorded as an episode of its own
+    from its start to its stop. Alone on the link (competitors ["none"]) simulation i is
+    the LinkEnv episode of seed + i, as VecLinkEnv ran it.
+    """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    env = VecLinkEnv(task.num_envs, task.env_config, task.threads)
-    try:
-        steps = task.env_config.episode_steps
-        n = task.num_envs
-        num_actions = int(env.single_action_space.n)
-        policy = LstmPolicy.from_file_dict(task.policy) if task.policy is not None else None
-        coins = np.random.default_rng([task.seed, task.worker_index, MIXING_STREAM])
-        obs, infos = env.reset(seed=task.seed)
-        obs_buf = np.zeros((n, steps, obs.shape[1]), dtype=np.float32)
-        labels = np.full((n, steps), IGNORE_LABEL, dtype=np.int64)
-        lengths = np.full(n, steps, dtype=np.int64)
-        alive = np.ones(n, dtype=bool)
-        state = policy.initial_state(n) if policy is not None else None
-        starting = np.ones(n, dtype=bool)
-        agreed = chosen = env_steps = 0
-        for t in range(steps):
-            expert = np.asarray(infos["expert_action"], dtype=np.int64)
-            obs_buf[alive, t] = obs[alive]
-            labels[alive, t] = expert[alive]
-            if policy is not None:
-                mine, state = policy.act(obs, state, starting)
-                starting[:] = False
-                agreed += int(np.sum((mine == expert) & alive))
-                chosen += int(np.sum(alive))
-                use_expert = coins.random(n) < task.beta
-                actions = np.where(use_expert, expert, mine)
-            else:
-                actions = expert
-            if task.exploration > 0:
-                explore = coins.random(n) < task.exploration
-                actions = np.where(explore, coins.integers(0, num_actions, n), actions)
-            env_steps += int(np.sum(alive))
-            if t == steps - 1:
-                break  # the last observation is labelled; the step after it is not needed
-            obs, _, terminated, truncated, infos = env.step(actions.astype(np.int64))
-            ended = (np.asarray(terminated) | np.asarray(truncated)) & alive
-            if ended.any():
-                # An episode that ends early (a trace run once) keeps what it recorded.
-                lengths[ended] = t + 1
-                alive &= ~ended
-                if not alive.any():
-                    break
-    finally:
-        close = getattr(env, "close", None)
-        if close is not None:
-            close()
-    return RolloutResult(obs_buf, labels, lengths, agreed, chosen, env_steps,
+    links = SharedLinks(task.num_envs, task.env_config, task.threads)
+    for i in range(task.num_envs):
+        links.reset_sim(i, seeding.np_random(task.seed + i)[0])
+    rows = links.first_step()
+    steps, n = task.env_config.episode_steps, links.num_rows
+    policy = LstmPolicy.from_file_dict(task.policy) if task.policy is not None else None
+    coins = np.random.default_rng([task.seed, task.worker_index, MIXING_STREAM])
+    obs_buf = np.zeros((n, steps, rows.obs.shape[1]), dtype=np.float32)
+    labels = np.full((n, steps), IGNORE_LABEL, dtype=np.int64)
+    lengths = np.zeros(n, dtype=np.int64)
+    started = np.zeros(n, dtype=bool)  # the flow has sent (and the policy acted on it)
+    ended = np.zeros(n, dtype=bool)    # the flow has stopped: its episode is complete
+    state = policy.initial_state(n) if policy is not None else None
+    agreed = chosen = 0
+    for t in range(steps):
+        # A row records while its flow sends: from its first step's end to its stop.
+        ended |= started & ~rows.active
+        alive = rows.active & ~ended
+        record = np.flatnonzero(alive)
+        expert = links.expert_actions()
+        obs_buf[record, lengths[record]] = rows.obs[record]
+        labels[record, lengths[record]] = expert[record]
+        lengths[record] += 1
+        if policy is not None:
+            mine, state = policy.act(rows.obs, state, alive & ~started)
+            agreed += int(np.sum((mine == expert) & alive))
+            chosen += int(np.sum(alive))
+            use_expert = coins.random(n) < task.beta
+            actions = np.where(use_expert, expert, mine)
+        else:
+            actions = expert
+        started |= alive
+        if task.exploration > 0:
+            explore = coins.random(n) < task.exploration
+            actions = np.where(explore, coins.integers(0, _core.NUM_ACTIONS, n), actions)
+        if t == steps - 1:
+            break  # the last observation is labelled; the step after it is not needed
+        rows = links.step(np.where(alive, actions, _core.HOLD_ACTION))
+    return RolloutResult(obs_buf, labels, lengths, agreed, chosen, int(lengths.sum()),
                          time.perf_counter() - start)
 
 
 def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
     """The iteration's rollouts, split into tasks of at most num_envs episodes."""
-    d = config.dagger
+    d, links = config.dagger, config.links
     per_task = config.run.num_envs
     count = d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
@@ -158,14 +169,18 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
     for k in range(tasks_per_iteration):
         n = min(per_task, count - k * per_task)
         # RLlib's convention, seed + worker_index, with the index unique over the whole run.
-        # VecLinkEnv seeds its sub-environment i with (reset seed + i): spacing the workers
-        # num_envs apart gives every sub-environment of the run its own seed.
+        # run_rollout draws simulation i from (task seed + i): spacing the workers num_envs
+        # apart gives every simulation of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
         env_config = EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
                                oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
                                oracle_lookbacks=list(d.oracle_lookbacks),
-                               random_start=d.random_start)
+                               random_start=d.random_start,
+                               competitors=list(links.competitors),
+                               competitor_starts=list(links.competitor_starts),
+                               competitor_stagger_ms=links.competitor_stagger_ms,
+                               competitor_stop=links.competitor_stop)
         tasks.append(RolloutTask(worker_index, n, env_config, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
                                  d.exploration, config.run.env_threads))

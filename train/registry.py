@@ -28,7 +28,9 @@ class Registration:
 
 TRAINERS: dict[str, Registration] = {
     "dagger": Registration("ccgym.train.dagger:Dagger", ("dagger",),
-                           "imitation of the oracle (train/dagger.py)"),
+                           "imitation of the oracle (train/dagger.py; on shared links every "
+                           "learned flow labelled by the shared expert, oracle/shared.py)",
+                           shared_target="ccgym.train.dagger:Dagger"),
     "ppo": Registration("ccgym.train.ppo:Ppo", ("ppo",),
                         "RLlib's PPO on the environment's reward (train/ppo.py; on shared "
                         "links multi-agent, train/ppo_multi.py)",

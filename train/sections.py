@@ -115,7 +115,9 @@ class LinksSection:
                                        'flow driven by the policy being trained, "self:N": N '
                                        'more; several joined by "+" ("cubic+self"), one flow '
                                        'each. ["none"]: single-flow episodes; any other entry '
-                                       'makes PPO train on shared links (train/ppo_multi.py).',
+                                       'makes PPO train on shared links (train/ppo_multi.py) '
+                                       'and DAgger label every learned flow with the shared '
+                                       'expert (oracle/shared.py).',
                                        LIST_OF_STRINGS)
     competitor_starts: list[str] = described(["with"], 'Each competing flow\'s start relative '
                                              'to the learned flow\'s, drawn uniformly among '

@@ -208,7 +208,7 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert not (tmp_path / "runs").exists()  # no run folder was made
     # A flag's value is checked as the config key it overrides.
     assert main(["train", str(typo), "--seed", "-1", "--out", str(tmp_path / "runs")]) == 2
-    assert "command line: [run] seed: must not be negative" in capsys.readouterr().err
+    assert "argument --seed: a seed is an integer in 0.." in capsys.readouterr().err
     assert main(["train", str(typo), "--iterations", "0", "--out", str(tmp_path / "runs")]) == 2
     assert "command line: [run] iterations: must be positive" in capsys.readouterr().err
     assert main(["train", "--resume", str(tmp_path), "--seed", "2"]) == 2

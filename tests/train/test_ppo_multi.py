@@ -186,7 +186,6 @@ def test_competitors_are_config_keys_passed_to_the_env() -> None:
     ({"competitors": []}, "ppo", r"\[links\] competitors: must be a non-empty list"),
     ({"competitor_starts": ["later"]}, "ppo", r"\[links\] competitor_starts: must be"),
     ({"competitor_stop": 2.0}, "ppo", r"\[links\] competitor_stop: must be in \[0, 1\]"),
-    ({"competitors": ["cubic"]}, "dagger", r"\[links\] competitors: the dagger trainer runs"),
 ])
 def test_a_bad_competitors_config_is_one_line_naming_the_key(
         tmp_path: Path, capsys: pytest.CaptureFixture, links: dict[str, Any], algorithm: str,
