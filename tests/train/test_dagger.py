@@ -210,7 +210,7 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["train", str(typo), "--seed", "-1", "--out", str(tmp_path / "runs")]) == 2
     assert "argument --seed: a seed is an integer in 0.." in capsys.readouterr().err
     assert main(["train", str(typo), "--iterations", "0", "--out", str(tmp_path / "runs")]) == 2
-    assert "command line: [run] iterations: must be positive" in capsys.readouterr().err
+    assert "argument --iterations: must be an integer at least 1" in capsys.readouterr().err
     assert main(["train", "--resume", str(tmp_path), "--seed", "2"]) == 2
     assert "cannot change a resumed run" in capsys.readouterr().err
 
