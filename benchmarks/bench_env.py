@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--threads", default="1,2,0",
                         help="C++ thread counts, comma-separated (0: the default choice)")
-    parser.add_argument("--flows", default="single,multi", help="single, multi or both")
+    parser.add_argument("--flows", default="single,multi", help="single, multi or single,multi")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="values of N")
     parser.add_argument("--policy", help="lstm (random weights) or a run folder; "
                                          "default: random actions, no policy")
