@@ -27,7 +27,6 @@ fills, and beside a fixed competitor, it rises, tests/train/test_ppo_multi.py).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -37,8 +36,7 @@ from ray.rllib.utils.typing import MultiAgentDict
 
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.train.config import TrainConfig
-from ccgym.train.ppo import Ppo, algorithm_config, module_config, sample_episodes
-from ccgym.train.trainer import Progress, Rollouts
+from ccgym.train.ppo import Ppo, algorithm_config, module_config
 
 FAIR_KEYS = ("fair_share_weight", "fair_share_sigma")
 # The one module's id: not RLlib's default, which would make RLlib take the run for a
@@ -120,16 +118,6 @@ class PpoMulti(Ppo):
 
     def algorithm_config(self, train_specs: list[str]) -> Any:
         return multi_algorithm_config(self.config, train_specs)
-
-    def collect(self, iteration: int, progress: Progress) -> Rollouts:
-        """One multi-agent episode per slot of every env runner; env_steps counts each
-        simulation's steps once, however many flows it has."""
-        progress.stage("rollouts")
-        results = self._algo.env_runner_group.foreach_env_runner(
-            functools.partial(sample_episodes, seed=self.config.run.seed, iteration=iteration),
-            local_env_runner=self.config.run.workers == 0)
-        progress.advance()
-        return Rollouts([e for r in results for e in r[0]], sum(r[1] for r in results))
 
     def episode_return(self, episodes: list[Any]) -> float:
         """The mean return of a learned flow (every agent's episode counts once)."""
