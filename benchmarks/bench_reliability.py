@@ -148,6 +148,44 @@ class _Announcements:
         self._thread.join(timeout=5)
 
 
+def _uninterrupted_runs(config: Path, iterations: int, env: dict,
+                        work: Path) -> tuple[list[float], dict]:
+    """Each stage's length in an uninterrupted run, and its final weights. Twice: the first
+    run fills the oracle cache, so the second's stage times are the ones the killed runs (warm
+    cache) have; both must end with the same weights."""
+    import torch
+
+    for attempt in ("cold", "reference"):
+        reference = _train([str(config), "--out", str(work / attempt)], env)
+        seen = _Announcements(reference)
+        reference.wait()
+        seen.join()
+    # Stage k+1 runs from announcement k.
+    stage_s = [seen.stages[k + 1] - seen.stages[k] for k in range(iterations)]
+    [reference_dir] = (work / "reference").iterdir()
+    [cold_dir] = (work / "cold").iterdir()
+    expected = _weights(reference_dir)
+    if not all(torch.equal(a, b) for a, b in zip(_weights(cold_dir)["weights"].values(),
+                                                 expected["weights"].values())):
+        raise SystemExit("two uninterrupted runs of the same config differ: not deterministic")
+    return stage_s, expected
+
+
+def _finish_killed_run(out: Path, config: Path, iterations: int, env: dict) -> tuple[Path, int]:
+    """What a user does after a kill: resume the run (or start it again if it was killed
+    before its folder held its config); the run folder and the iterations it had finished."""
+    run_dirs = sorted(out.iterdir()) if out.exists() else []
+    if not run_dirs or not (run_dirs[0] / "config.toml").exists():
+        shutil.rmtree(out, ignore_errors=True)
+        _train([str(config), "--out", str(out)], env).communicate()
+        return sorted(out.iterdir())[0], 0
+    checkpoint = run_dirs[0] / "checkpoint.pt"
+    done = _weights(run_dirs[0])["iteration"] if checkpoint.exists() else 0
+    if done < iterations:
+        _train(["--resume", str(run_dirs[0])], env).communicate()
+    return run_dirs[0], done
+
+
 def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
     import torch
 
@@ -157,21 +195,7 @@ def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
     config.write_text(to_toml(parse_config(TRAIN_DOC)))
     iterations = TRAIN_DOC["run"]["iterations"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # Twice: the first run fills the oracle cache, so the second's stage times are the ones
-    # the killed runs (warm cache) have; both must end with the same weights.
-    for attempt in ("cold", "reference"):
-        reference = _train([str(config), "--out", str(work / attempt)], env)
-        seen = _Announcements(reference)
-        reference.wait()
-        seen.join()
-    # How long each stage took in the uninterrupted run: stage k+1 runs from announcement k.
-    stage_s = [seen.stages[k + 1] - seen.stages[k] for k in range(iterations)]
-    [reference_dir] = (work / "reference").iterdir()
-    [cold_dir] = (work / "cold").iterdir()
-    expected = _weights(reference_dir)
-    if not all(torch.equal(a, b) for a, b in zip(_weights(cold_dir)["weights"].values(),
-                                                 expected["weights"].values())):
-        raise SystemExit("two uninterrupted runs of the same config differ: not deterministic")
+    stage_s, expected = _uninterrupted_runs(config, iterations, env, work)
     lost, equal, killed_with_checkpoint = 0, 0, 0
     for i in range(kills):
         out = work / f"kill-{i}"
@@ -186,18 +210,7 @@ def train_kills(kills: int, rng: random.Random, work: Path) -> dict:
         process.send_signal(signal.SIGKILL)
         process.wait()
         announced.join()
-        run_dirs = sorted(out.iterdir()) if out.exists() else []
-        if not run_dirs or not (run_dirs[0] / "config.toml").exists():
-            # Killed before the run folder held its config: a user starts the run again.
-            shutil.rmtree(out, ignore_errors=True)
-            _train([str(config), "--out", str(out)], env).communicate()
-            run_dirs, done = sorted(out.iterdir()), 0
-        else:
-            checkpoint = run_dirs[0] / "checkpoint.pt"
-            done = _weights(run_dirs[0])["iteration"] if checkpoint.exists() else 0
-            if done < iterations:
-                _train(["--resume", str(run_dirs[0])], env).communicate()
-        run_dir = run_dirs[0]
+        run_dir, done = _finish_killed_run(out, config, iterations, env)
         killed_with_checkpoint += int(0 < done < iterations)
         lost += max(0, announced.last() - done)
         final = _weights(run_dir)
