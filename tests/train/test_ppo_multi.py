@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tqdm import tqdm
 
 from ccgym.cli import main
 from ccgym.emulators import _core
@@ -22,6 +23,7 @@ from ccgym.train import ppo
 from ccgym.train.ppo_multi import (MODULE_ID, FairShareEnv, PpoMulti, fair_share_bonus,
                                    multi_algorithm_config, multi_env_config)
 from ccgym.train.registry import trainer_class
+from ccgym.train.trainer import Progress
 
 # 6 Mbit/s at a 40 ms RTT: a BDP of 20 packets, twice the initial window.
 LINK = "rate_mbps=6,delay_ms=20,queue=droptail:packets=40"
@@ -87,7 +89,7 @@ def test_learned_flows_are_agents_of_one_module() -> None:
     assert trainer_class("ppo", config.links.shared) is PpoMulti
     trainer = PpoMulti(config)
     with trainer.session([LINK]):
-        rollouts = trainer.collect(1, _NoBar())
+        rollouts = trainer.collect(1, Progress(tqdm(disable=True)))
         episodes = rollouts.data
         assert len(episodes) == 2 and rollouts.env_steps == 2 * 200
         for e in episodes:
@@ -95,7 +97,7 @@ def test_learned_flows_are_agents_of_one_module() -> None:
             assert {a.module_id for a in e.agent_episodes.values()} == {MODULE_ID}
         flows = [a.get_return() for e in episodes for a in e.agent_episodes.values()]
         assert trainer.episode_return(episodes) == pytest.approx(np.mean(flows))
-        figures = trainer.learn(1, rollouts, _NoBar())
+        figures = trainer.learn(1, rollouts, Progress(tqdm(disable=True)))
         assert np.isfinite(figures.scalars["losses/policy"])
     assert trainer.policy.hidden_size == 16
 
@@ -212,11 +214,3 @@ def _toml(doc: dict[str, dict[str, Any]]) -> str:
 def _weights(path: Path) -> dict[str, torch.Tensor]:
     data = torch.load(path, weights_only=True)
     return data["trainer"]["learner"]["rl_module"][MODULE_ID]
-
-
-class _NoBar:
-    def stage(self, text: str) -> None:
-        pass
-
-    def advance(self, text: str | None = None) -> None:
-        pass
