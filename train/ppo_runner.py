@@ -175,6 +175,8 @@ class BatchActor:
 
     def restart(self, rows: np.ndarray) -> None:
         """The initial state for the rows (bool (R,)) whose next step starts an episode."""
+        if not rows.any():
+            return
         mask = torch.from_numpy(rows)
         self.state = {k: torch.where(mask.view(-1, *[1] * (v.dim() - 1)), self.initial[k], v)
                       for k, v in self.state.items()}
