@@ -12,8 +12,10 @@ not count (it is the sampling rate, as DAgger's). PPO samples with ccgym's Batch
 (train/ppo_runner.py); --rllib-runner also times RLlib's own SingleAgentEnvRunner, the one it
 replaces, in the same invocation ("ppo_rllib_runner"). ppo_multi_flow and dagger_multi_flow
 are the trainers on shared links (--competitors, default two learned flows per simulation):
-their env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's. Prints one
-JSON object.
+their env_steps_per_s counts simulation steps, flow_steps_per_s every learned flow's; PPO's
+runner there is ccgym's BatchedMultiAgentEnvRunner (train/ppo_multi_runner.py). ppo_over_dagger
+and ppo_multi_flow_over_dagger_multi_flow are the rate ratios, measured in the same invocation.
+Prints one JSON object.
 
     .venv/bin/python benchmarks/bench_train_speed.py [--workers 2] [--num-envs 16] [--rounds 3]
         [--rllib-runner] [--competitors '["self"]']
@@ -138,6 +140,9 @@ def main() -> None:
             shared, specs, args.rounds, build=ppo_multi.multi_algorithm_config)}
         out["dagger_multi_flow"] = {"competitors": args.competitors,
                                     **bench_dagger(shared, specs, args.rounds)}
+        out["ppo_multi_flow_over_dagger_multi_flow"] = (
+            out["ppo_multi_flow"]["env_steps_per_s"]
+            / out["dagger_multi_flow"]["env_steps_per_s"])
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
     if args.rllib_runner:
         out["ppo_rllib_runner"] = bench_ppo(config, specs, args.rounds, rllib_runner=True)

@@ -139,7 +139,10 @@ def _step_ms() -> float:
 
 
 def sample_episodes(runner: Any, seed: int, iteration: int) -> tuple[list[Any], int, float]:
-    """One episode per slot of one env runner (runs inside it); (episodes, steps, seconds)."""
+    """One episode per slot of one env runner (runs inside it); (episodes, environment steps,
+    seconds)."""
+    from ccgym.train.ppo_runner import WholeEpisodes
+
     s = stream_seed(seed, iteration, SAMPLE_STREAM, runner.worker_index)
     # RLlib reseeds the env with _seed when a sample of whole episodes resets it; there is no
     # public setter. Torch's generator draws the actions.
@@ -151,7 +154,11 @@ def sample_episodes(runner: Any, seed: int, iteration: int) -> tuple[list[Any], 
     random.seed(s)
     started = time.perf_counter()
     episodes = runner.sample(num_episodes=runner.num_envs, explore=True)
-    return episodes, sum(len(e) for e in episodes), time.perf_counter() - started
+    # ccgym's runners count the steps of their simulations (the multi-agent one returns an
+    # episode per learned flow); RLlib's own return one episode per simulation.
+    steps = runner.env_steps_sampled if isinstance(runner, WholeEpisodes) \
+        else sum(len(e) for e in episodes)
+    return episodes, steps, time.perf_counter() - started
 
 
 def _learner_call(algo: Any, function: Callable[[Any], Any]) -> Any:
@@ -253,10 +260,6 @@ class Ppo(Trainer):
         """The id of the module RLlib trains (a multi-agent variant names its own)."""
         return default_module_id()
 
-    def episode_return(self, episodes: list[Any]) -> float:
-        """The mean return of an iteration's episodes (of each learned flow's, multi-agent)."""
-        return float(np.mean([e.get_return() for e in episodes]))
-
     def _restore(self) -> None:
         """A resumed run's learner state on the learner, and its weights on the env runners."""
         if self._learner is None:
@@ -293,7 +296,8 @@ class Ppo(Trainer):
             _learner_call(self._algo, lambda learner: _actor_dict(learner, module_id)))
         self._learner = _learner_call(self._algo, _learner_state)
         self._kl_coeff = _learner_call(self._algo, lambda learner: _kl_coeff(learner, module_id))
-        episode_return = self.episode_return(rollouts.data)
+        # The mean return of the iteration's episodes, one per learned flow.
+        episode_return = float(np.mean([e.get_return() for e in rollouts.data]))
         return Figures(
             text=(f"return {episode_return:.3f}  "
                   f"policy {losses.get('losses/policy', math.nan):.4f}  "

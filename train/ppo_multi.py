@@ -1,13 +1,15 @@
 """PPO on shared links: every learned flow of an episode is an agent of one shared module.
 
 The trainer `[algorithm] name = "ppo"` becomes when [links] competitors holds anything but
-"none" (train/registry.py). Episodes run in the multi-agent env (envs/multi_agent.py): flow_0
-plus one agent per "self" of the drawn entry, among the entry's classic competitors. RLlib does
-the rest as for one flow (train/ppo.py): its MultiAgentEnvRunner steps `num_envs` such envs
-per runner; the policy mapping sends every agent to the one module (DEFAULT_MODULE_ID, the
-LSTM actor-critic of train/ppo_module.py), so each flow acts from its own observations and its
-own recurrent state; the learner connectors cut each agent's episode into max_seq_len chunks
-and compute its GAE from its own rewards, and the learner updates the module on all of them.
+"none" (train/registry.py). Episodes are those of the multi-agent env (envs/multi_agent.py,
+here FairShareEnv): flow_0 plus one agent per "self" of the drawn entry, among the entry's
+classic competitors. RLlib does the rest as for one flow (train/ppo.py): each env runner
+(train/ppo_multi_runner.py) steps the learned flows of its `num_envs` simulations together and
+hands the learner one episode per flow; the policy mapping sends every agent to the one module
+(MODULE_ID, the LSTM actor-critic of train/ppo_module.py), so each flow acts from its own
+observations and its own recurrent state; the learner connectors cut each flow's episode into
+max_seq_len chunks and compute its GAE from its own rewards, and the learner updates the
+module on all of them.
 The resulting module is the single-flow policy.pt `ccgym eval` takes, warm-started like it.
 
 Per-flow reward: each agent's own step reward (envs/link_env.py) times [ppo] reward_scale,
@@ -27,47 +29,70 @@ fills, and beside a fixed competitor, it rises, tests/train/test_ppo_multi.py).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from ray.rllib.utils.typing import MultiAgentDict
 
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.train.config import TrainConfig
 from ccgym.train.ppo import Ppo, algorithm_config, module_config
 
-FAIR_KEYS = ("fair_share_weight", "fair_share_sigma")
 # The one module's id: not RLlib's default, which would make RLlib take the run for a
 # single-agent one (and its runners for single-agent env runners).
 MODULE_ID = "flows"
 
 
-def fair_share_bonus(rate_mbps: float, fair_mbps: float, weight: float, sigma: float) -> float:
-    """weight x a Gaussian of the rate around the fair share; 0 when no fair share is known."""
-    if weight == 0.0 or not fair_mbps > 0.0:
-        return 0.0
-    return weight * math.exp(-(((rate_mbps - fair_mbps) / (sigma * fair_mbps)) ** 2))
+def fair_share_bonus(rate_mbps: ArrayLike, fair_mbps: ArrayLike, weight: float,
+                     sigma: float) -> np.ndarray:
+    """weight x a Gaussian of the rate around the fair share, elementwise; 0 where no fair
+    share is known."""
+    rate, fair = np.asarray(rate_mbps, dtype=np.float64), np.asarray(fair_mbps, dtype=np.float64)
+    known = fair > 0.0
+    if weight == 0.0 or not known.any():
+        return np.zeros(np.broadcast(rate, fair).shape)
+    fair = np.where(known, fair, 1.0)
+    return np.where(known, weight * np.exp(-(((rate - fair) / (sigma * fair)) ** 2)), 0.0)
+
+
+@dataclass(frozen=True)
+class FairShare:
+    """The fair-share term of each flow's reward (the module docstring)."""
+
+    weight: float = 0.0  # 0: no term
+    sigma: float = 1.0
+
+    @classmethod
+    def split(cls, config: Mapping[str, Any] | None) -> tuple[FairShare, dict[str, Any]]:
+        """The term of an env config (keys fair_share_weight and fair_share_sigma beside the
+        EnvConfig's), and the EnvConfig's keys."""
+        values = dict(config or {})  # RLlib's EnvContext: only the dict's items
+        return cls(float(values.pop("fair_share_weight", 0.0)),
+                   float(values.pop("fair_share_sigma", 1.0))), values
+
+    def bonus(self, rate_mbps: ArrayLike, fair_mbps: ArrayLike) -> np.ndarray:
+        return fair_share_bonus(rate_mbps, fair_mbps, self.weight, self.sigma)
 
 
 class FairShareEnv(SharedLinkMultiAgentEnv):
-    """The multi-agent env whose rewards gain fair_share_bonus (config keys FAIR_KEYS beside
-    the EnvConfig's; weight 0: the env's own rewards, unchanged)."""
+    """The multi-agent env whose rewards gain the FairShare term of its config (weight 0: the
+    env's own rewards, unchanged)."""
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        values = dict(config or {})
-        self.weight = float(values.pop("fair_share_weight", 0.0))
-        self.sigma = float(values.pop("fair_share_sigma", 1.0))
+        self.fair, values = FairShare.split(config)
         super().__init__(values)
 
     def step(self, action_dict: MultiAgentDict) -> tuple[  # type: ignore[override]  # as the env's
             MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
         obs, rewards, terminated, truncated, infos = super().step(action_dict)
-        for agent in rewards:
-            info = infos[agent]
-            rewards[agent] += fair_share_bonus(info["delivered_mbps"], info["fair_share_mbps"],
-                                               self.weight, self.sigma)
+        agents = list(rewards)
+        bonus = self.fair.bonus([infos[a]["delivered_mbps"] for a in agents],
+                                [infos[a]["fair_share_mbps"] for a in agents])
+        for agent, b in zip(agents, bonus.tolist()):
+            rewards[agent] += b
         return obs, rewards, terminated, truncated, infos
 
 
@@ -93,17 +118,18 @@ def multi_algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     """ppo.py's PPOConfig, with the multi-agent env and one module for every agent."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
     from ccgym.train.ppo_module import LstmActorCritic
+    from ccgym.train.ppo_multi_runner import BatchedMultiAgentEnvRunner
 
     spec = RLModuleSpec(module_class=LstmActorCritic, model_config=module_config(config))
     algo = algorithm_config(config, train_specs)
     algo.env_config = {}  # environment() merges into the single-flow env's keys otherwise
     return (
         algo.environment(FairShareEnv, env_config=multi_env_config(config, train_specs))
-        # RLlib's vector of multi-agent envs steps them one after another in the runner.
-        .env_runners(gym_env_vectorize_mode="sync", env_runner_cls=MultiAgentEnvRunner)
+        # The runner samples its simulations in one batch (train/ppo_multi_runner.py); its
+        # vector of multi-agent envs serves RLlib's own loop (fixed-length or random sampling).
+        .env_runners(gym_env_vectorize_mode="sync", env_runner_cls=BatchedMultiAgentEnvRunner)
         .multi_agent(policies={MODULE_ID}, policy_mapping_fn=to_shared_module)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={MODULE_ID: spec}))
     )
@@ -118,8 +144,3 @@ class PpoMulti(Ppo):
 
     def algorithm_config(self, train_specs: list[str]) -> Any:
         return multi_algorithm_config(self.config, train_specs)
-
-    def episode_return(self, episodes: list[Any]) -> float:
-        """The mean return of a learned flow (every agent's episode counts once)."""
-        return float(np.mean([agent.get_return() for e in episodes
-                              for agent in e.agent_episodes.values()]))

@@ -19,16 +19,19 @@ action_logp, action_dist_inputs, state_out, weights_seq_no), so RLlib's learner 
 (chunking, bootstrapping, GAE) and PPO's loss read them as they read its own. Infos are not
 kept (PPO does not read them). The per-episode callbacks are not made: ccgym registers none.
 
-A Rollout has one row per learned flow; here a row is a slot of the vector env. A multi-agent
-runner maps each (slot, agent) to a row and builds multi-agent episodes from the rows.
+A Rollout has one row per learned flow; here a row is a slot of the vector env, and every row's
+episode starts at the first step. The multi-agent runner (train/ppo_multi_runner.py) shares
+the round (WholeEpisodes), the batched forward (BatchActor) and the Rollout: its rows are the
+learned flows of all its simulations, each row's episode from its flow's start to its stop.
 
 Fixed-length sampling (`num_timesteps`) and random actions fall back to RLlib's loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -55,36 +58,57 @@ class Rollout:
     state_out: list[dict[str, np.ndarray]] = field(default_factory=list)  # T of {k: (R, H)}
     ends: list[np.ndarray] = field(default_factory=list)  # T of (R,) bool: the episode ended
     terminated: list[np.ndarray] = field(default_factory=list)
+    # (R,) the index of each row's first observation (T: the row never acts); None: all 0
+    starts: np.ndarray | None = None
 
-    def lengths(self) -> np.ndarray:
-        """Each row's episode length: its steps up to and including the first that ended it."""
+    def add(self, step: ActorStep, obs: np.ndarray, rewards: np.ndarray, ends: np.ndarray,
+            terminated: np.ndarray) -> None:
+        """One step: the actor's choice and what the env returned for it."""
+        self.obs.append(obs)
+        self.actions.append(step.actions)
+        self.rewards.append(np.asarray(rewards, dtype=np.float64))
+        self.logp.append(step.logp)
+        self.dist_inputs.append(step.logits)
+        self.state_out.append(step.state)
+        self.ends.append(ends)
+        self.terminated.append(np.asarray(terminated, dtype=bool))
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's start and episode length: its steps from its start up to and including
+        the first that ended it (0 for a row that never acts)."""
         ends = np.stack(self.ends)  # (T, R)
-        if not ends.any(axis=0).all():
+        starts = np.zeros(ends.shape[1], dtype=np.int64) if self.starts is None else self.starts
+        ended = ends.any(axis=0)
+        if (~ended & (starts < len(ends))).any():
             raise RuntimeError("a row's episode has not ended")
-        return ends.argmax(axis=0) + 1
+        return starts, np.where(ended, ends.argmax(axis=0) + 1 - starts, 0)
 
-    def episodes(self, spaces: tuple[gym.Space, gym.Space],
-                 weights_seq_no: int) -> list[SingleAgentEpisode]:
-        """One numpy'd episode per row, each cut at its end."""
+    def episodes(self, spaces: tuple[gym.Space, gym.Space], weights_seq_no: int,
+                 tags: Sequence[dict[str, Any]] | None = None) -> list[SingleAgentEpisode]:
+        """One numpy'd episode per row that acted, each cut at its start and end; tags: each
+        row's further SingleAgentEpisode arguments (its agent and module, multi-agent)."""
         obs, actions, rewards = np.stack(self.obs, 1), np.stack(self.actions, 1), \
             np.stack(self.rewards, 1)
         logp, dist_inputs = np.stack(self.logp, 1), np.stack(self.dist_inputs, 1)
         states = {k: np.stack([s[k] for s in self.state_out], 1) for k in self.state_out[0]}
         terminated = np.stack(self.terminated, 1)
         episodes = []
-        for row, n in enumerate(self.lengths().tolist()):
-            o, a, r = obs[row, :n + 1], actions[row, :n], rewards[row, :n]
-            extra = {Columns.ACTION_LOGP: logp[row, :n],
-                     Columns.ACTION_DIST_INPUTS: dist_inputs[row, :n],
-                     Columns.STATE_OUT: {k: v[row, :n] for k, v in states.items()},
+        for row, (s, n) in enumerate(zip(*(a.tolist() for a in self.spans()))):
+            if n == 0:
+                continue
+            steps = slice(s, s + n)
+            extra = {Columns.ACTION_LOGP: logp[row, steps],
+                     Columns.ACTION_DIST_INPUTS: dist_inputs[row, steps],
+                     Columns.STATE_OUT: {k: v[row, steps] for k, v in states.items()},
                      WEIGHTS_SEQ_NO: np.full(n, weights_seq_no)}
+            end = bool(terminated[row, s + n - 1])
             episodes.append(SingleAgentEpisode(
-                observations=o, actions=a, rewards=r,  # type: ignore[arg-type]  # RLlib's hints lack arrays
-                infos=[{} for _ in range(n + 1)],
-                extra_model_outputs=extra,
-                terminated=bool(terminated[row, n - 1]),
-                truncated=not terminated[row, n - 1], len_lookback_buffer=0,
-                observation_space=spaces[0], action_space=spaces[1]))
+                observations=obs[row, s:s + n + 1],  # type: ignore[arg-type]  # RLlib's hints lack arrays
+                actions=actions[row, steps], rewards=rewards[row, steps],  # type: ignore[arg-type]
+                infos=[{} for _ in range(n + 1)], extra_model_outputs=extra,
+                terminated=end, truncated=not end, len_lookback_buffer=0,
+                observation_space=spaces[0], action_space=spaces[1],
+                **(tags[row] if tags is not None else {})))
         return episodes
 
 
@@ -111,67 +135,120 @@ def sample_actions(dist_class: type[Distribution], logits: torch.Tensor,
     return actions, cast(torch.Tensor, dist.logp(actions))
 
 
-class BatchedEnvRunner(SingleAgentEnvRunner):
-    """RLlib's SingleAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
+@dataclass
+class ActorStep:
+    """A BatchActor's step: per row its action, the action's log-probability, the logits and
+    the recurrent state after the step."""
+
+    actions: np.ndarray
+    logp: np.ndarray
+    logits: np.ndarray
+    state: dict[str, np.ndarray]
+
+
+class BatchActor:
+    """An env runner's torch module acting for a batch of rows, each with its own recurrent
+    state: one forward for all of them per step."""
+
+    def __init__(self, module: TorchRLModule, explore: bool, rows: int) -> None:
+        # forward_exploration would switch the module to eval and back on every call (a walk
+        # over its submodules); the runner's inference-only copy is never trained, so once is
+        # enough.
+        module.eval()
+        self.forward = module._forward_exploration if explore else module._forward_inference
+        self.dist_class = (module.get_exploration_action_dist_cls() if explore
+                           else module.get_inference_action_dist_cls())
+        self.explore = explore
+        self.initial = {k: torch.from_numpy(np.repeat(v[None], rows, axis=0))
+                        for k, v in module.get_initial_state().items()}
+        self.state = self.initial
+
+    def act(self, obs: np.ndarray) -> ActorStep:
+        """Every row's action on its observation (R, obs_dim) float32."""
+        out = self.forward({Columns.OBS: torch.from_numpy(obs).unsqueeze(1),
+                            Columns.STATE_IN: self.state})
+        logits = out[Columns.ACTION_DIST_INPUTS][:, 0]
+        actions, logp = sample_actions(self.dist_class, logits, self.explore)
+        self.state = out[Columns.STATE_OUT]
+        return ActorStep(actions.numpy(), logp.numpy(), logits.numpy(),
+                         {k: v.numpy() for k, v in self.state.items()})
+
+    def restart(self, rows: np.ndarray) -> None:
+        """The initial state for the rows (bool (R,)) whose next step starts an episode."""
+        if not rows.any():
+            return
+        mask = torch.from_numpy(rows)
+        self.state = {k: torch.where(mask.view(-1, *[1] * (v.dim() - 1)), self.initial[k], v)
+                      for k, v in self.state.items()}
+
+
+class WholeEpisodes:
+    """The _sample of a batched env runner: whole episodes in rounds, each round one episode
+    in every slot (simulation) stepped together; the runner's _sample_round runs a round and
+    _log_sampled logs RLlib's metrics of a sample."""
+
+    num_envs: int
+    _seed: int | None
+    _needs_initial_reset: bool
+    # Environment steps of the last whole-episode sample (of every simulation, not of each of
+    # its learned flows), what ccgym counts as the iteration's steps.
+    env_steps_sampled: int = 0
 
     def _sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
                 explore: bool, random_actions: bool = False,
-                force_reset: bool = False) -> list[SingleAgentEpisode]:
+                force_reset: bool = False) -> list[Any]:
         if num_episodes is None or random_actions:
-            return super()._sample(num_timesteps=num_timesteps, num_episodes=num_episodes,
-                                   explore=explore, random_actions=random_actions,
-                                   force_reset=force_reset)
+            return super()._sample(  # type: ignore[misc]  # the runner's RLlib class's
+                num_timesteps=num_timesteps, num_episodes=num_episodes, explore=explore,
+                random_actions=random_actions, force_reset=force_reset)
         episodes: list[SingleAgentEpisode] = []
-        while len(episodes) < num_episodes:
-            episodes += self._sample_round(explore)
+        self.env_steps_sampled = 0
+        for _ in range(-(-num_episodes // self.num_envs)):
+            round_episodes, steps = self._sample_round(explore)
+            episodes += round_episodes
+            self.env_steps_sampled += steps
             self._seed = None  # the first round's reset seeds the envs; later ones go on
-        steps = sum(len(e) for e in episodes)
-        self._increase_sampled_metrics(steps, len(episodes))
-        for episode in episodes:
-            self._log_episode_metrics(len(episode), episode.get_return(),
-                                      episode.get_duration_s())
+        self._log_sampled(episodes, self.env_steps_sampled)
         # RLlib's loop resets its ongoing episodes on its next call.
         self._needs_initial_reset = True
         return episodes
 
+    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
+        """One episode in every slot; (its episodes, its environment steps)."""
+        raise NotImplementedError
+
+    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
+        raise NotImplementedError
+
+
+class BatchedEnvRunner(WholeEpisodes, SingleAgentEnvRunner):
+    """RLlib's SingleAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
+
+    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
+        self._increase_sampled_metrics(env_steps, len(episodes))
+        for episode in episodes:
+            self._log_episode_metrics(len(episode), episode.get_return(),
+                                      episode.get_duration_s())
+
     @torch.inference_mode()
-    def _sample_round(self, explore: bool) -> list[SingleAgentEpisode]:
+    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
         """One episode in every slot of the vector env, all stepped together."""
         wrapper, module = self.env, self.module
         # RLlib's runner wraps the vector env so (make_env), and builds a torch module for it
         # unless the algorithm has none (random actions only, which _sample leaves to RLlib).
         assert isinstance(wrapper, DictInfoToList) and isinstance(module, TorchRLModule)
         env = wrapper.env  # under RLlib's wrapper, which splits the infos per env each step
-        # forward_exploration would switch the module to eval and back on every call (a walk
-        # over its submodules); this inference-only copy is never trained, so once is enough.
-        module.eval()
-        forward = module._forward_exploration if explore else module._forward_inference
-        dist_class = (module.get_exploration_action_dist_cls() if explore
-                      else module.get_inference_action_dist_cls())
         obs, _ = env.reset(seed=self._seed)
         obs = np.array(obs, dtype=np.float32)
-        rows = len(obs)
-        state = {k: torch.from_numpy(np.repeat(v[None], rows, axis=0))
-                 for k, v in module.get_initial_state().items()}
-        rollout, done = Rollout(obs=[obs]), np.zeros(rows, dtype=bool)
+        actor = BatchActor(module, explore, len(obs))
+        rollout, done = Rollout(obs=[obs]), np.zeros(len(obs), dtype=bool)
         while not done.all():
-            out = forward({Columns.OBS: torch.from_numpy(obs).unsqueeze(1),
-                           Columns.STATE_IN: state})
-            logits = out[Columns.ACTION_DIST_INPUTS][:, 0]
-            actions, logp = sample_actions(dist_class, logits, explore)
-            state = out[Columns.STATE_OUT]
-            action_array = actions.numpy()
-            obs, rewards, terminated, truncated, _ = env.step(action_array)
+            step = actor.act(obs)
+            obs, rewards, terminated, truncated, _ = env.step(step.actions)
             obs = np.array(obs, dtype=np.float32)  # kept: an env may reuse its buffer
             ended = terminated | truncated
-            rollout.obs.append(obs)
-            rollout.actions.append(action_array)
-            rollout.rewards.append(np.asarray(rewards, dtype=np.float64))
-            rollout.logp.append(logp.numpy())
-            rollout.dist_inputs.append(logits.numpy())
-            rollout.state_out.append({k: v.numpy() for k, v in state.items()})
-            rollout.ends.append(ended)
-            rollout.terminated.append(np.asarray(terminated, dtype=bool))
+            rollout.add(step, obs, rewards, ended, terminated)
             done |= ended
         spaces = (wrapper.single_observation_space, wrapper.single_action_space)
-        return rollout.episodes(spaces, self._weights_seq_no)
+        episodes = rollout.episodes(spaces, self._weights_seq_no)
+        return episodes, sum(len(e) for e in episodes)

@@ -90,15 +90,18 @@ def test_learned_flows_are_agents_of_one_module() -> None:
     trainer = PpoMulti(config)
     with trainer.session([LINK]):
         rollouts = trainer.collect(1, Progress(tqdm(disable=True)))
-        episodes = rollouts.data
-        assert len(episodes) == 2 and rollouts.env_steps == 2 * 200
-        for e in episodes:
-            assert sorted(e.agent_episodes) == ["flow_0", "flow_1", "flow_2"]
-            assert {a.module_id for a in e.agent_episodes.values()} == {MODULE_ID}
-        flows = [a.get_return() for e in episodes for a in e.agent_episodes.values()]
-        assert trainer.episode_return(episodes) == pytest.approx(np.mean(flows))
+        episodes = rollouts.data  # one per learned flow, tagged as a multi-agent episode's
+        assert len(episodes) == 2 * 3 and rollouts.env_steps == 2 * 200
+        simulations = {e.multi_agent_episode_id for e in episodes}
+        assert len(simulations) == 2
+        for simulation in simulations:
+            flows = [e for e in episodes if e.multi_agent_episode_id == simulation]
+            assert sorted(e.agent_id for e in flows) == ["flow_0", "flow_1", "flow_2"]
+        assert {e.module_id for e in episodes} == {MODULE_ID}
+        mean_return = np.mean([e.get_return() for e in episodes])
         figures = trainer.learn(1, rollouts, Progress(tqdm(disable=True)))
         assert np.isfinite(figures.scalars["losses/policy"])
+        assert figures.scalars["charts/episode_return"] == pytest.approx(mean_return)
     assert trainer.policy.hidden_size == 16
 
 

@@ -1,7 +1,15 @@
-"""PPO's batched env runner: its episodes are the vector env's steps under the module's own
-actions, deterministic under a seed, and its sampler draws from the module's distribution."""
+"""PPO's batched env runners: the single-flow runner's episodes are the vector env's steps
+under the module's own actions; the multi-agent runner's, one per learned flow, are
+FairShareEnv's agents' episodes, flows that start late or stop early included, each acted on
+from its own initial LSTM state; both are deterministic under a seed, and the sampler draws
+from the module's distribution."""
 
 from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,31 +22,60 @@ from ccgym.envs.vector import VecLinkEnv
 from ccgym.train import ppo
 from ccgym.train.config import parse_config
 from ccgym.train.pool import RolloutPool
-from ccgym.train.ppo_runner import BatchedEnvRunner, sample_actions
+from ccgym.train.ppo_multi import MODULE_ID, FairShareEnv, multi_algorithm_config, \
+    multi_env_config
+from ccgym.train.ppo_multi_runner import BatchedMultiAgentEnvRunner
+from ccgym.train.ppo_runner import BatchedEnvRunner, WholeEpisodes, sample_actions
 
 TINY_LINK = "rate_mbps=3,delay_ms=20,queue=droptail:packets=10"
 NUM_ENVS = 3
 STEPS = 40  # episode_ms 400
+SHARED_LINK = "rate_mbps=6,delay_ms=20,queue=droptail:packets=40"
+MULTI_NUM_ENVS = 4
+MULTI_STEPS = 60
+
+
+@contextlib.contextmanager
+def local_algo(build: Callable[..., Any], num_envs: int, steps: int, seed: int,
+               **sections: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """(config, RLlib's algorithm) of a tiny PPO run sampling in the driver's env runner."""
+    doc: dict[str, dict[str, Any]] = {
+        "run": {"name": "runner", "seed": seed, "workers": 0, "iterations": 1,
+                "num_envs": num_envs, "episode_ms": steps * 10.0},
+        "model": {"hidden_size": 8}, "algorithm": {"name": "ppo"}, "ppo": {"minibatch_size": 40}}
+    for name, values in sections.items():
+        doc.setdefault(name, {}).update(values)
+    config = parse_config(doc, "runner")
+    with RolloutPool(1):
+        built = build(config, doc["links"]["train"]).build_algo()
+        try:
+            yield config, built
+        finally:
+            built.stop()
 
 
 @pytest.fixture(scope="module")
 def algo():
-    doc = {"run": {"name": "runner", "seed": 5, "workers": 0, "iterations": 1,
-                   "num_envs": NUM_ENVS, "episode_ms": STEPS * 10.0},
-           "links": {"train": [TINY_LINK], "validation": [TINY_LINK]},
-           "model": {"hidden_size": 8}, "algorithm": {"name": "ppo"},
-           "ppo": {"minibatch_size": 40}}
-    config = parse_config(doc, "runner")
-    with RolloutPool(1):
-        built = ppo.algorithm_config(config, [TINY_LINK]).build_algo()
-        yield config, built
-        built.stop()
+    with local_algo(ppo.algorithm_config, NUM_ENVS, STEPS, 5,
+                    links={"train": [TINY_LINK], "validation": [TINY_LINK]}) as built:
+        yield built
+
+
+@pytest.fixture(scope="module")
+def multi_algo():
+    # Self flows start before, with or after flow_0, and half of them stop early.
+    links = {"train": [SHARED_LINK], "validation": [SHARED_LINK], "competitors": ["self:2"],
+             "competitor_starts": ["before", "with", "after"], "competitor_stagger_ms": 300.0,
+             "competitor_stop": 0.5}
+    with local_algo(multi_algorithm_config, MULTI_NUM_ENVS, MULTI_STEPS, 3, links=links,
+                    ppo={"fair_share_weight": 0.5}) as built:
+        yield built
 
 
 def sample(algo, iteration: int):
     config, built = algo
     runner = built.env_runner_group.local_env_runner
-    assert isinstance(runner, BatchedEnvRunner)
+    assert isinstance(runner, WholeEpisodes)
     episodes, steps, _ = ppo.sample_episodes(runner, config.run.seed, iteration)
     return runner, episodes, steps
 
@@ -46,6 +83,7 @@ def sample(algo, iteration: int):
 def test_episodes_replay_in_the_env_and_the_module(algo) -> None:
     config, _ = algo
     runner, episodes, steps = sample(algo, 1)
+    assert isinstance(runner, BatchedEnvRunner)
     assert len(episodes) == NUM_ENVS and steps == NUM_ENVS * STEPS
     assert all(e.is_truncated and not e.is_terminated and len(e) == STEPS for e in episodes)
     # The same env, reset with the runner's seed and stepped with the episodes' actions.
@@ -80,10 +118,14 @@ def test_episodes_replay_in_the_env_and_the_module(algo) -> None:
             torch.from_numpy(episode.get_extra_model_outputs(Columns.ACTION_LOGP)), expected)
 
 
-def test_the_same_seed_samples_the_same_episodes(algo) -> None:
-    _, first, _ = sample(algo, 2)
-    _, again, _ = sample(algo, 2)
-    _, other, _ = sample(algo, 3)
+@pytest.mark.parametrize("fixture", ["algo", "multi_algo"])
+def test_the_same_seed_samples_the_same_episodes(request: pytest.FixtureRequest,
+                                                 fixture: str) -> None:
+    built = request.getfixturevalue(fixture)
+    _, first, _ = sample(built, 2)
+    _, again, _ = sample(built, 2)
+    _, other, _ = sample(built, 3)
+    assert [len(e) for e in first] == [len(e) for e in again]
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a.get_actions(), b.get_actions())
         np.testing.assert_array_equal(a.get_observations(), b.get_observations())
@@ -102,3 +144,75 @@ def test_the_sampler_draws_from_the_categorical_of_the_logits() -> None:
     torch.testing.assert_close(logp, TorchCategorical.from_logits(logits).logp(actions))
     greedy, _ = sample_actions(TorchCategorical, logits[:3], explore=False)
     assert greedy.tolist() == [0, 0, 0]
+
+
+# ---------------------------------------------------------------- shared links
+
+def by_simulation(episodes: list[Any]) -> list[dict[str, Any]]:
+    """Each simulation's episodes by agent, the simulations in the runner's order."""
+    simulations: dict[str, dict[str, Any]] = {}
+    for e in episodes:
+        simulations.setdefault(e.multi_agent_episode_id, {})[e.agent_id] = e
+    return list(simulations.values())
+
+
+def replay(env: FairShareEnv, seed: int, episodes: dict[str, Any]) -> dict[str, Any]:
+    """FairShareEnv's episode under the episodes' actions: per agent its observations, its
+    rewards and whether it ended terminated."""
+    obs, _ = env.reset(seed=seed)
+    seen: dict[str, list[np.ndarray]] = defaultdict(list)
+    rewards: dict[str, list[float]] = defaultdict(list)
+    terminated: dict[str, bool] = {}
+    acting = list(obs)
+    for a in acting:
+        seen[a].append(obs[a])
+    while True:
+        actions = {a: int(episodes[a].get_actions()[len(rewards[a])]) for a in acting}
+        obs, reward, term, trunc, _ = env.step(actions)
+        for a, r in reward.items():
+            rewards[a].append(r)
+        for a in obs:
+            seen[a].append(obs[a])
+            if term[a] or trunc[a]:
+                terminated[a] = term[a]
+        acting = [a for a in obs if not (term[a] or trunc[a])]
+        if trunc["__all__"]:
+            return {a: (np.stack(seen[a]), rewards[a], terminated[a]) for a in rewards}
+
+
+def test_flow_episodes_replay_in_fair_share_env(multi_algo) -> None:
+    config, _ = multi_algo
+    runner, episodes, steps = sample(multi_algo, 1)
+    assert isinstance(runner, BatchedMultiAgentEnvRunner)
+    assert steps == MULTI_NUM_ENVS * MULTI_STEPS
+    simulations = by_simulation(episodes)
+    assert len(simulations) == MULTI_NUM_ENVS
+    env = FairShareEnv(multi_env_config(config, [SHARED_LINK]))
+    seed = ppo.stream_seed(config.run.seed, 1, ppo.SAMPLE_STREAM, 0)
+    for i, flows in enumerate(simulations):
+        replayed = replay(env, seed + i, flows)
+        assert sorted(replayed) == sorted(flows)
+        for agent, (obs, rewards, terminated) in replayed.items():
+            episode = flows[agent]
+            assert episode.module_id == MODULE_ID
+            np.testing.assert_array_equal(episode.get_observations(), obs)
+            np.testing.assert_array_equal(episode.get_rewards(), rewards)
+            assert episode.is_terminated == terminated and episode.is_truncated != terminated
+    # The scenarios hold what the test is about: flows that join late and flows that stop.
+    assert any(e.is_terminated for e in episodes)
+    assert any(len(e) < MULTI_STEPS and not e.is_terminated for e in episodes)
+
+
+def test_every_flow_acts_from_its_own_initial_state(multi_algo) -> None:
+    runner, episodes, _ = sample(multi_algo, 2)
+    module = runner.module[MODULE_ID]
+    zeros = torch.zeros(1, module.policy.hidden_size)
+    for episode in episodes:
+        obs = torch.from_numpy(episode.get_observations()[:-1][None])
+        with torch.no_grad():
+            out, _ = module._lstm({Columns.OBS: obs, Columns.STATE_IN: {"h": zeros, "c": zeros}})
+            logits = module._logits(out, {Columns.OBS: obs})[0]
+        torch.testing.assert_close(
+            torch.from_numpy(episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)), logits)
+        torch.testing.assert_close(
+            torch.from_numpy(episode.get_extra_model_outputs(Columns.STATE_OUT)["h"]), out[0])

@@ -1,0 +1,145 @@
+"""PPO's env runner on shared links: every learned flow of all its simulations in one batch.
+
+RLlib's MultiAgentEnvRunner steps its `num_envs` multi-agent envs one after another, each step
+through its connector pipelines, walking per-agent dicts in Python: on the quick config's links
+with ["self"] (two learned flows), 2 workers of 16 simulations, it sampled 1.8k simulation
+steps/s where DAgger's rollouts took 63k on the same two busy cores; this runner samples 42-44k
+where DAgger took 31-38k (benchmarks/bench_train_speed.py, same invocations).
+BatchedMultiAgentEnvRunner keeps RLlib's runner (the inference-only module and its weight sync,
+metrics, checkpoints, and its own loop for fixed-length or random sampling) and samples whole
+episodes as ppo_runner.py's BatchedEnvRunner does, sharing its round (WholeEpisodes), its
+batched forward (BatchActor) and its Rollout. It holds one SharedLinks (envs/shared_link.py) of
+`num_envs` simulations, the engine FairShareEnv runs one simulation of: a round resets them
+all, then per step runs the module once on every learned flow (row) of every simulation, each
+row with its own LSTM state, and steps all simulations in one call, the rows that do not act
+keeping their window.
+
+The rows follow FairShareEnv's agents (envs/multi_agent.py): a row acts from the step after
+its flow starts (the flows that start with the episode from the first), its LSTM state
+initial then, with a reward per step (the env's step reward plus the FairShare term, computed
+as FairShareEnv computes it); a flow that stops ends its episode terminated with the step
+that stopped it, and at the episode's length every flow still acting is truncated. Simulation
+i draws its episodes from np_random(seed + i), as the vector of FairShareEnvs reset with the
+seed does, so a sampled episode replays in FairShareEnv step by step
+(tests/train/test_ppo_runner.py).
+
+Episodes: one SingleAgentEpisode per learned flow, not a MultiAgentEpisode per simulation.
+A MultiAgentEpisode is a container of per-agent SingleAgentEpisodes (its agent_episodes, each
+tagged with its agent_id, module_id and multi_agent_episode_id), and RLlib's learner
+connectors take it apart into those (ConnectorV2.single_agent_episode_iterator): each batch
+item is keyed by (multi_agent_episode_id, agent_id, module_id), AgentToModuleMapping groups
+the items by module, and GAE runs per single-agent episode on its own rewards. With one shared
+module and no centralized critic nothing reads the container, so SingleAgentEpisodes with the
+same three tags (the simulation's id shared by its flows) give the learner the same batch,
+without the per-step bookkeeping of env steps to agent steps that building a MultiAgentEpisode
+takes. ccgym's PPO counts the sample's environment steps (simulation steps, as RLlib's
+MultiAgentEpisode lengths) from the runner's env_steps_sampled; the learner's own metric of
+env steps trained, which ccgym does not read, counts every flow's steps.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.utils import seeding
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics import (NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME,
+                                     NUM_EPISODES, NUM_EPISODES_LIFETIME)
+
+from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.multi_agent import agent_id
+from ccgym.envs.shared_link import SharedLinks
+from ccgym.train.ppo_multi import MODULE_ID, FairShare
+from ccgym.train.ppo_runner import BatchActor, Rollout, WholeEpisodes
+
+KEEP_WINDOW = -1  # SharedLinks' action of a row that does not act (FairShareEnv's too)
+
+
+class BatchedMultiAgentEnvRunner(WholeEpisodes, MultiAgentEnvRunner):
+    """RLlib's MultiAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
+
+    _links: SharedLinks | None = None
+    _fair = FairShare()
+    _rngs: list[np.random.Generator] = []
+
+    def _shared_links(self) -> SharedLinks:
+        """The runner's simulations, built on first use from the env config (FairShareEnv's)."""
+        if self._links is None:
+            self._fair, values = FairShare.split(self.config.env_config)
+            self._links = SharedLinks(self.num_envs, EnvConfig.build(values))
+        return self._links
+
+    def _reset(self, links: SharedLinks) -> None:
+        """Every simulation's next episode: after a seed from np_random(seed + i), else from
+        each simulation's generator going on."""
+        if self._seed is not None or not self._rngs:
+            seed = self._seed if self._seed is not None else links.config.seed
+            self._rngs = [seeding.np_random(None if seed is None else seed + i)[0]
+                          for i in range(links.num_sims)]
+        for i, rng in enumerate(self._rngs):
+            links.reset_sim(i, rng)
+
+    @torch.inference_mode()
+    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
+        """One episode in every simulation, all their learned flows stepped together."""
+        links = self._shared_links()
+        self._reset(links)
+        rows = links.first_step()
+        obs = np.array(rows.obs, dtype=np.float32)
+        module = self.module[MODULE_ID] if self.module is not None else None
+        assert isinstance(module, TorchRLModule)  # random actions are left to RLlib's loop
+        actor = BatchActor(module, explore, links.num_rows)
+        rollout = Rollout(obs=[obs])
+        acting = rows.active.copy()  # the rows that act in the next step
+        starts = np.where(acting, 0, -1)  # each row's first observation; -1: not yet
+        while True:
+            step = actor.act(obs)
+            rows = links.step(np.where(acting, step.actions, KEEP_WINDOW).astype(np.int32))
+            obs = np.array(rows.obs, dtype=np.float32)  # kept: the core reuses its buffer
+            done = bool(rows.done.all())  # the simulations reset together, so end together
+            stopped = acting & ~rows.active
+            rewards = rows.reward + self._fair.bonus(rows.delivered_mbps, rows.fair_share_mbps)
+            rollout.add(step, obs, rewards, stopped | (acting & done), stopped)
+            if done:
+                break
+            joining = rows.active & ~acting & (starts < 0)
+            starts[joining] = len(rollout.actions)
+            actor.restart(joining)
+            acting = (acting & rows.active) | joining
+        rollout.starts = np.where(starts >= 0, starts, len(rollout.actions))
+        # Every learned flow's spaces: the module's, which the env's agents share.
+        observations, actions = module.observation_space, module.action_space
+        assert observations is not None and actions is not None  # the runner built it so
+        episodes = rollout.episodes((observations, actions), self._weights_seq_no,
+                                    self._tags(links))
+        return episodes, links.num_sims * len(rollout.actions)
+
+    def _tags(self, links: SharedLinks) -> list[dict[str, Any]]:
+        """Each row's agent, the one module, and its simulation's episode id."""
+        tags = []
+        for i in range(links.num_sims):
+            simulation = uuid.uuid4().hex
+            tags += [{"agent_id": agent_id(k), "module_id": MODULE_ID,
+                      "multi_agent_episode_id": simulation}
+                     for k in range(links.row_begin(i + 1) - links.row_begin(i))]
+        return tags
+
+    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
+        """RLlib's sampling counts, and per simulation its length and its flows' summed
+        return (a MultiAgentEpisode's return)."""
+        returns: defaultdict[Any, float] = defaultdict(float)
+        for episode in episodes:
+            returns[episode.multi_agent_episode_id] += episode.get_return()
+        for key, reduce in ((NUM_ENV_STEPS_SAMPLED, "sum"),
+                            (NUM_ENV_STEPS_SAMPLED_LIFETIME, "lifetime_sum")):
+            self.metrics.log_value(key, env_steps, reduce=reduce)
+        for key, reduce in ((NUM_EPISODES, "sum"), (NUM_EPISODES_LIFETIME, "lifetime_sum")):
+            self.metrics.log_value(key, len(returns), reduce=reduce)
+        for value in returns.values():
+            self._log_episode_metrics(env_steps // len(returns), value, 0.0)
