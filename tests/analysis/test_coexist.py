@@ -59,7 +59,6 @@ def test_unequal_fixed_windows_split_by_window(tmp_path: Path) -> None:
     assert row["throughput_mbps"] == pytest.approx(evaluated["throughput_mbps"])
 
 
-
 def test_rows_give_each_flows_share_while_both_send(tmp_path: Path) -> None:
     # The window of 20 joins 2 s after the window of 60: over the run it holds less than its
     # quarter, over the overlap after the 5 s ramp its quarter.
