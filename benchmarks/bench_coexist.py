@@ -27,8 +27,10 @@ Parts (--only; the kernel part only when asked):
 
 Each figure is given per policy (the same config at several seeds: --policy runs/A runs/B),
 with its mean and spread (min, max) over them; `met` says whether the mean meets the goal.
-The classic schemes (cubic, bbr, vegas, copa) in the policy's place are reference rows. A
-table to stderr; one JSON object to stdout.
+The classic schemes (cubic, bbr, vegas, copa; in the kernel part kernel cubic) in the
+policy's place are reference rows (--no-baselines: none). A table to stderr; one JSON object
+to stdout. About 25 s per policy and 15 s for the references on a quiet core (pair, three);
+the kernel part 5 x --duration-s of real time per policy and for the reference.
 
   python benchmarks/bench_coexist.py --policy runs/A [runs/B ...] [--duration-s 60]
       [--only pair,three] [--kernel]
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -59,6 +62,7 @@ from ccgym.measure.sharing import CONVERGENCE_WINDOW_MS, convergence
 PARTS = ("pair", "three", "kernel")
 COMPETITORS = ("cubic", "bbr")
 BASELINES = ("cubic", "bbr", "vegas", "copa")
+KERNEL_BASELINES = ("kernel:cubic",)  # real time: one reference, what the goal compares with
 SHARE_GOAL = (0.40, 0.60)
 HARM_GOAL = 0.05  # no worse than a cubic flow's harm, within this
 JAIN_GOAL = 0.95
@@ -86,12 +90,14 @@ class Figure:
     details: dict[str, Any] = field(default_factory=dict)  # per scheme, where a figure has parts
 
     def summary(self) -> dict[str, Any]:
-        values = [v for v in self.per_policy.values() if v is not None]
+        per_policy = {k: _known(v) for k, v in self.per_policy.items()}
+        baselines = {k: _known(v) for k, v in self.baselines.items()}
+        values = [v for v in per_policy.values() if v is not None]
         mean = float(np.mean(values)) if values else None
         return {"part": self.part, "case": self.case, "figure": self.figure, "goal": self.goal,
                 "mean": mean, "min": min(values) if values else None,
-                "max": max(values) if values else None, "per_policy": self.per_policy,
-                "baselines": self.baselines,
+                "max": max(values) if values else None, "per_policy": per_policy,
+                "baselines": baselines,
                 "met": mean is not None and self.meets(mean),
                 "policies_meeting": sum(self.meets(v) for v in values),
                 **({"details": self.details} if self.details else {})}
@@ -206,9 +212,9 @@ def three_figures(schemes: Sequence[str], policies: Sequence[str], args: argpars
     return [f for link in links for f in (jains[link.name], converge[link.name])]
 
 
-def kernel_figures(policies: Sequence[str], args: argparse.Namespace,
-                   seed: int) -> list[Figure]:
-    """Part `kernel`: each policy second beside kernel cubic and bbr, through the shell."""
+def kernel_figures(schemes: Sequence[str], policies: Sequence[str],
+                   args: argparse.Namespace, seed: int) -> list[Figure]:
+    """Part `kernel`: each scheme second beside kernel cubic and bbr, through the shell."""
     from ccgym.deploy.harness import resolve_scheme
     from ccgym.deploy.shell import run_in_shell, unavailable_reason
 
@@ -223,13 +229,15 @@ def kernel_figures(policies: Sequence[str], args: argparse.Namespace,
         for competitor in COMPETITORS:
             figure = Figure("kernel", f"{link.name} vs kernel:{competitor}", "share_overlap",
                             f">= {KERNEL_SHARE_GOAL}", share_goal(KERNEL_SHARE_GOAL))
-            for policy in policies:
+            for scheme in schemes:
                 with tempfile.TemporaryDirectory(prefix="bench-coexist-") as tmp:
-                    sender = resolve_scheme(policy, Path(tmp)).sender
+                    sender = (scheme if scheme.startswith("kernel:")
+                              else resolve_scheme(scheme, Path(tmp)).sender)
                     run = run_in_shell(link.spec, [f"kernel:{competitor}", sender],
                                        args.duration_s, seed, Path(tmp),
                                        interval_s=args.stagger_s)
-                figure.per_policy[policy] = overlap_shares(run.log, run.duration_ms).get(1)
+                side = figure.per_policy if scheme in policies else figure.baselines
+                side[scheme] = overlap_shares(run.log, run.duration_ms).get(1)
             figures.append(figure)
     return figures
 
@@ -238,16 +246,21 @@ def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _known(value: float | None) -> float | None:
+    """JSON has no NaN: an unmeasured figure (no bytes in the overlap) is None."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
-    baselines = [b for b in BASELINES if any(b in r["baselines"] for r in rows)]
-    header = (f"{'part':<6} {'case':<38} {'figure':<15} {'goal':<9} {'mean':>6} "
+    baselines = list(dict.fromkeys(b for r in rows for b in r["baselines"]))
+    header = (f"{'part':<6} {'case':<42} {'figure':<15} {'goal':<9} {'mean':>6} "
               f"{'min':>6} {'max':>6} {'met':<4}" + "".join(f" {b:>6}" for b in baselines))
     print(header, file=sys.stderr)
     for r in rows:
-        line = (f"{r['part']:<6} {r['case'][:38]:<38} {r['figure']:<15} {r['goal']:<9} "
+        line = (f"{r['part']:<6} {r['case'][:42]:<42} {r['figure']:<15} {r['goal']:<9} "
                 f"{_cell(r['mean']):>6} {_cell(r['min']):>6} {_cell(r['max']):>6} "
                 f"{'yes' if r['met'] else 'NO':<4}")
-        line += "".join(f" {_cell(r['baselines'].get(b)):>6}" for b in baselines)
+        line += "".join(f" {_cell(r['baselines'].get(b)):>{max(6, len(b))}}" for b in baselines)
         print(line, file=sys.stderr)
 
 
@@ -283,7 +296,8 @@ def main() -> None:
     if "three" in parts:
         figures += three_figures(schemes, policies, args, args.seed)
     if "kernel" in parts:
-        figures += kernel_figures(policies, args, args.seed)
+        figures += kernel_figures([*policies, *([] if args.no_baselines else KERNEL_BASELINES)],
+                                  policies, args, args.seed)
     rows = [f.summary() for f in figures]
     print_table(rows)
     print(json.dumps({"policies": policies, "duration_s": args.duration_s,
