@@ -30,7 +30,7 @@ with its mean and spread (min, max) over them; `met` says whether the mean meets
 The classic schemes (cubic, bbr, vegas, copa; in the kernel part kernel cubic) in the
 policy's place are reference rows (--no-baselines: none). A table to stderr; one JSON object
 to stdout. About 25 s per policy and 15 s for the references on a quiet core (pair, three);
-the kernel part 5 x --duration-s of real time per policy and for the reference.
+the kernel part four runs of --duration-s in real time per policy and for the reference.
 
   python benchmarks/bench_coexist.py --policy runs/A [runs/B ...] [--duration-s 60]
       [--only pair,three] [--kernel]
