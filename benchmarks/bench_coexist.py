@@ -55,7 +55,8 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_names import link_from_spec, resolve_links
 from ccgym.emulators.links import Link, data_dir
 from ccgym.emulators.stepping import Slot, run_stepped
-from ccgym.envs.scoring import stepped_scheme_factory
+from ccgym.envs.scoring import stepped_scheme_factory, validate_simulated_schemes
+from ccgym.errors import UserError
 from ccgym.measure.metrics import jain_index, overlap_shares
 from ccgym.measure.sharing import CONVERGENCE_WINDOW_MS, convergence
 
@@ -103,7 +104,7 @@ class Figure:
                 **({"details": self.details} if self.details else {})}
 
 
-def share_goal(low: float, high: float = 1.0) -> Callable[[float], bool]:
+def between(low: float, high: float = 1.0) -> Callable[[float], bool]:
     return lambda v: low <= v <= high
 
 
@@ -125,20 +126,22 @@ def pair_figures(schemes: Sequence[str], policies: Sequence[str], args: argparse
             case = f"{link.name} vs {competitor}"
             lineup = make_lineup("cubic", [competitor], "competitors")
             share = Figure("pair", case, "share_overlap", f"{SHARE_GOAL[0]}-{SHARE_GOAL[1]}",
-                           share_goal(*SHARE_GOAL))
+                           between(*SHARE_GOAL))
             harms = [Figure("pair", case, key, f"<= {HARM_GOAL}", at_most(HARM_GOAL))
                      for key in ("harm_throughput", "harm_delay")]
-            baseline = run_lineup(link, "cubic", lineup, [seed], duration_ms, stagger_ms)
+            victim = lineup.victim  # the cubic competitor; None beside bbr
+            baseline = (run_lineup(link, "cubic", lineup, [seed], duration_ms, stagger_ms)
+                        if victim is not None else [])
             for scheme in schemes:
                 runs = run_lineup(link, scheme, lineup, [seed], duration_ms, stagger_ms)
                 where = share.per_policy if scheme in policies else share.baselines
                 where[scheme] = evaluated_share(runs[0], lineup.evaluated)
-                if competitor == "cubic":
-                    hurt = harm(runs, baseline, lineup.victim or 0)
+                if victim is not None:
+                    hurt = harm(runs, baseline, victim)
                     for figure in harms:
                         side = figure.per_policy if scheme in policies else figure.baselines
                         side[scheme] = hurt[figure.figure]
-            figures += [share, *harms] if competitor == "cubic" else [share]
+            figures += [share, *harms] if victim is not None else [share]
     return figures
 
 
@@ -188,7 +191,7 @@ def three_figures(schemes: Sequence[str], policies: Sequence[str], args: argpars
     starts = [s * duration_ms for s in STARTS]
     stops = [None if s is None else s * duration_ms for s in STOPS]
     jains = {link.name: Figure("three", link.name, "jain_index", f">= {JAIN_GOAL}",
-                               share_goal(JAIN_GOAL)) for link in links}
+                               between(JAIN_GOAL)) for link in links}
     converge = {link.name: Figure("three", link.name, "convergence_s",
                                   f"<= {CONVERGENCE_GOAL_S:g}", at_most(CONVERGENCE_GOAL_S))
                 for link in links}
@@ -228,7 +231,7 @@ def kernel_figures(schemes: Sequence[str], policies: Sequence[str],
     for link in links:
         for competitor in COMPETITORS:
             figure = Figure("kernel", f"{link.name} vs kernel:{competitor}", "share_overlap",
-                            f">= {KERNEL_SHARE_GOAL}", share_goal(KERNEL_SHARE_GOAL))
+                            f">= {KERNEL_SHARE_GOAL}", between(KERNEL_SHARE_GOAL))
             for scheme in schemes:
                 with tempfile.TemporaryDirectory(prefix="bench-coexist-") as tmp:
                     sender = (scheme if scheme.startswith("kernel:")
@@ -286,6 +289,7 @@ def main() -> None:
     if parts - set(PARTS):
         parser.error(f"--only: unknown parts {sorted(parts - set(PARTS))}; parts: {PARTS}")
     policies = [p if p.startswith("lstm:") else f"lstm:{p}" for p in args.policy]
+    validate_simulated_schemes(policies)  # a bad run folder fails now, in one line
     schemes = [*policies, *([] if args.no_baselines else BASELINES)]
     from ccgym.policies.lstm import one_inference_thread
 
@@ -306,4 +310,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as e:
+        print(f"bench_coexist: {e}", file=sys.stderr)
+        sys.exit(2)
