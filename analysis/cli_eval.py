@@ -14,8 +14,10 @@ links run 30 s. Examples:
 
 With --against (or a link set whose links name `competitors`), each scheme shares the
 bottleneck with the competitors' flows: its row gives its own flow's figures, each flow's
-share and Jain's index, and beside cubic the harm it does to that cubic flow against what a
-second cubic flow would do (Ware et al., HotNets 2019).
+share of the bytes (`share`: of the run; `share_overlap`: while all flows send, from the last
+start plus a 5 s ramp, which does not charge a flow that starts later for its absence) and
+Jain's index, and beside cubic the harm it does to that cubic flow against what a second
+cubic flow would do (Ware et al., HotNets 2019).
 """
 
 from __future__ import annotations

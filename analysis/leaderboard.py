@@ -27,7 +27,7 @@ Row = Mapping[str, Any]
 # The keys a row's cells, notes and summary read as numbers.
 NUMBER_KEYS = ("throughput_mbps", "delay_p95_ms", "e2e_delay_p95_ms", "score", "score_std",
                "utilization", "loss", "jain_index", "share", "duration_s", "harm_throughput",
-               "harm_delay")
+               "harm_delay", "share_overlap")
 
 
 def row_problem(row: Row) -> str | None:
@@ -120,7 +120,9 @@ def _flow_cells(flow: Row) -> list[str]:
     share = _number(flow.get("share"))
     share_text = MISSING if share is None else f"{share * PERCENT:.1f}%"
     scheme = f" {flow['scheme']}" if flow.get("scheme") else ""
-    label = f"{FLOW_INDENT}flow {flow['flow']}{scheme} ({share_text} of bytes)"
+    overlap = _number(flow.get("share_overlap"))
+    overlap_text = "" if overlap is None else f", {overlap * PERCENT:.1f}% while all send"
+    label = f"{FLOW_INDENT}flow {flow['flow']}{scheme} ({share_text} of bytes{overlap_text})"
     return [label] + [cell(flow) if key in flow else "" for _, key, cell in COLUMNS]
 
 
@@ -129,7 +131,8 @@ def _notes(rows: Sequence[Row]) -> list[str]:
     notes = []
     if any(len(r.get("flows") or []) > 1 for r in rows):
         notes.append("flow rows: Mbit/s and delays over each flow's own time (from its first "
-                     "send); the share is of the bytes delivered in the run")
+                     "send); the share is of the bytes delivered in the run, and 'while all "
+                     "send' of those from the last start plus a 5 s ramp to the first stop")
     if any(r.get("against") for r in rows):
         notes.append("beside competitors (--against): a scheme's Mbit/s, delays and score are "
                      "its own flow's, util % is the link's (all flows); harm to cubic is against "

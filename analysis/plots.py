@@ -33,12 +33,12 @@ from ccgym.envs.scoring import Run
 from ccgym.files import atomic_open
 from ccgym.measure.logs import as_packet_log
 from ccgym.measure.metrics import (
-    BITS_PER_BYTE,
-    BITS_PER_KBIT,
     BYTES_PER_OPPORTUNITY,
     LogLike,
     Metrics,
     signal_delay_series,
+    window_edges,
+    window_mbps,
 )
 
 FIGURE_SIZE_IN = (10.0, 5.0)
@@ -102,40 +102,27 @@ def _write_png(fig: Figure, path: str | os.PathLike[str]) -> None:
         palette.save(f, format="png", optimize=True)
 
 
-def _window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:
-    """Mbit/s in each window between edges (the last window may be shorter)."""
-    totals, _ = np.histogram(times_ms, bins=edges_ms, weights=weights_bytes)
-    return totals * BITS_PER_BYTE / np.diff(edges_ms) / BITS_PER_KBIT
-
-
-def _window_edges(duration_ms: float, window_ms: float) -> np.ndarray:
-    if not window_ms > 0:
-        raise ValueError(f"window_ms must be positive, got {window_ms}")
-    edges = np.arange(0.0, duration_ms, window_ms)
-    return np.append(edges, duration_ms)
-
-
 def plot_throughput(log: LogLike, opportunities_ms: ArrayLike, duration_ms: float,
                     path: str | os.PathLike[str], window_ms: float = 500.0, title: str = "",
                     flow_names: Sequence[str] = ()) -> None:
     """Throughput in windows of window_ms against the link's capacity; each flow too when
     several, named by flow_names (flow id -> scheme) where given."""
     log = as_packet_log(log)
-    edges = _window_edges(duration_ms, window_ms)
+    edges = window_edges(duration_ms, window_ms)
     edges_s = edges / MS_PER_S
     opportunities = np.asarray(opportunities_ms, dtype=np.float64)
-    capacity = _window_mbps(opportunities, np.full(opportunities.shape, float(BYTES_PER_OPPORTUNITY)), edges)
+    capacity = window_mbps(opportunities, np.full(opportunities.shape, float(BYTES_PER_OPPORTUNITY)), edges)
     arrived = log.arrived(duration_ms)
 
     fig, ax = _figure(title)
     ax.stairs(capacity, edges_s, fill=True, alpha=CAPACITY_ALPHA, label="capacity")
-    total = _window_mbps(log.arrival_ms[arrived], log.bytes[arrived].astype(np.float64), edges)
+    total = window_mbps(log.arrival_ms[arrived], log.bytes[arrived].astype(np.float64), edges)
     ax.stairs(total, edges_s, linewidth=2, label="throughput")
     flows = log.flows()
     if len(flows) > 1:
         for flow in flows:
             mine = arrived & (log.flow == flow)
-            tput = _window_mbps(log.arrival_ms[mine], log.bytes[mine].astype(np.float64), edges)
+            tput = window_mbps(log.arrival_ms[mine], log.bytes[mine].astype(np.float64), edges)
             name = f" {flow_names[flow]}" if flow < len(flow_names) else ""
             ax.stairs(tput, edges_s, linewidth=1, label=f"flow {flow}{name}")
     ax.set_xlabel("time (s)")

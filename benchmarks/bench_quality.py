@@ -11,8 +11,9 @@ Evaluates lstm:RUN, the oracle and every baseline on each link group:
                       names: other delays, buffers and ACK paths (needs the shared data);
 and on every group, a better mean score than every baseline. A group whose links name
 `competitors` (shared-bottleneck) runs each policy and the baselines beside them
-(`ccgym eval --against`): per scheme the mean over links of its flow's share, Jain's index
-and the harm it does to cubic (Ware et al.). Several policies (the same
+(`ccgym eval --against`): per scheme the mean over links of its flow's share of the bytes
+while all flows send (after the last start plus a 5 s ramp: measure.metrics.overlap_shares),
+Jain's index and the harm it does to cubic (Ware et al.). Several policies (the same
 config at several seeds) are scored side by side, and each figure is also given as the mean
 and spread (min, max) over them. Leaderboards go to stderr; one JSON object to stdout.
 
@@ -145,7 +146,11 @@ def shared_summary(rows: list[dict[str, Any]], scheme: str) -> dict[str, Any]:
     mine = [r for r in rows if r["scheme"] == scheme and r.get("flows")]
     values: dict[str, list[float]] = {key: [] for key in SHARED_FIGURES}
     for row in mine:
-        values["share"].append(next(f["share"] for f in row["flows"] if f.get("evaluated")))
+        # Of the bytes while all flows send, after the ramp (bench_coexist's figure): not
+        # of the whole run, where a flow that starts later is charged for its absence.
+        share = next(f.get("share_overlap") for f in row["flows"] if f.get("evaluated"))
+        if share is not None:  # None: the run ended within the ramp
+            values["share"].append(share)
         for key in SHARED_FIGURES[1:]:
             if row.get(key) is not None:
                 values[key].append(row[key])

@@ -36,6 +36,10 @@ BITS_PER_BYTE = 8
 BITS_PER_KBIT = 1000  # bits per ms / 1000 = Mbit/s
 DELAY_PERCENTILE = 95.0
 SIGNAL_DELAY_STEP_MS = 1.0  # the contest sampled the signal delay every millisecond
+# Shares among flows count from the last flow's start plus this: slow start and a learned
+# flow's growth ceiling (it grows only on ACKs) take seconds, and a flow that joins late is
+# judged on where it settles, not on its climb nor on the time before it existed.
+SHARE_RAMP_MS = 5000.0
 
 LogLike = PacketLog | Mapping[str, ArrayLike]
 
@@ -151,15 +155,66 @@ def jain_index(values: ArrayLike) -> float:
     return float(np.sum(x)) ** 2 / (x.size * squares) if squares > 0 else 1.0
 
 
+def window_edges(duration_ms: float, window_ms: float, start_ms: float = 0.0) -> np.ndarray:
+    """Edges of windows of window_ms from start_ms to duration_ms (the last may be shorter)."""
+    if not window_ms > 0:
+        raise ValueError(f"window_ms must be positive, got {window_ms}")
+    return np.append(np.arange(start_ms, duration_ms, window_ms), duration_ms)
+
+
+def window_mbps(times_ms: np.ndarray, weights_bytes: np.ndarray, edges_ms: np.ndarray) -> np.ndarray:
+    """Mbit/s in each window between edges: the bytes (weights) of the events at times_ms."""
+    totals, _ = np.histogram(times_ms, bins=edges_ms, weights=weights_bytes)
+    return totals * BITS_PER_BYTE / np.diff(edges_ms) / BITS_PER_KBIT
+
+
+def overlap_ms(log: LogLike, duration_ms: float,
+               ramp_ms: float = SHARE_RAMP_MS) -> tuple[float, float]:
+    """The span [from, to) while every flow of the log sends, after the ramp: from the last
+    flow's first send plus ramp_ms to the first flow's last send (duration_ms at the latest).
+    Empty (from >= to) when the flows never overlap past the ramp."""
+    log = as_packet_log(log)
+    firsts, lasts = [], []
+    for flow in log.flows():
+        sends = log.send_ms[log.flow == flow]
+        firsts.append(float(np.min(sends)))
+        lasts.append(float(np.max(sends)))
+    if not firsts:
+        return 0.0, 0.0
+    return max(firsts) + ramp_ms, min(min(lasts), duration_ms)
+
+
+def shares_between(log: LogLike, from_ms: float, to_ms: float) -> dict[int, float]:
+    """Each flow's share of the bytes that arrived in [from_ms, to_ms), by flow id (every
+    flow of the log, NaN for all when none arrived)."""
+    log = as_packet_log(log)
+    counted = (log.arrival_ms >= from_ms) & (log.arrival_ms < to_ms)  # NaN (lost): False
+    flows = log.flows()
+    per_flow = {int(f): float(np.sum(log.bytes[counted & (log.flow == f)], dtype=np.int64))
+                for f in flows}
+    total = sum(per_flow.values())
+    return {f: b / total if total > 0 else math.nan for f, b in per_flow.items()}
+
+
+def overlap_shares(log: LogLike, duration_ms: float,
+                   ramp_ms: float = SHARE_RAMP_MS) -> dict[int, float]:
+    """Each flow's share of the bytes delivered while all flows send, after the ramp
+    (overlap_ms): what a flow holds beside the others, whatever the order they started in."""
+    return shares_between(log, *overlap_ms(log, duration_ms, ramp_ms))
+
+
 def flow_metrics(log: LogLike, duration_ms: float) -> list[dict[str, float]]:
-    """Per-flow throughput, share of the total, delays and score, by ascending flow id.
+    """Per-flow throughput, shares, delays and score, by ascending flow id.
 
     A flow's throughput and signal delay are measured from its first send (as
     Pantheon does for staggered flows), so a flow that joins late is not charged
-    for the time before it existed; its share is of the bytes delivered.
+    for the time before it existed. `share` is of all bytes delivered in the run;
+    `share_overlap` of those delivered while all flows send (overlap_shares), NaN
+    when the run ends within the ramp after the last start.
     """
     log = as_packet_log(log)
     total = throughput_mbps(log, duration_ms)
+    overlap = overlap_shares(log, duration_ms)
     rows = []
     for flow in log.flows():
         own = log.for_flow(int(flow))
@@ -172,6 +227,7 @@ def flow_metrics(log: LogLike, duration_ms: float) -> list[dict[str, float]]:
             "flow": int(flow),
             "throughput_mbps": tput,
             "share": over_run / total if total > 0 else math.nan,
+            "share_overlap": overlap[int(flow)],
             "delay_p95_ms": delay_p95_ms(own, duration_ms),
             "e2e_delay_p95_ms": e2e,
             "score": score(tput, e2e),

@@ -52,19 +52,18 @@ learned flow acts on it through the growth ceiling, as a policy does (expert_act
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ccgym.measure.metrics import jain_index
+from ccgym.measure.metrics import SHARE_RAMP_MS, jain_index, shares_between
 from ccgym.emulators import _core
 from ccgym.emulators.stepping import run_stepped
 from ccgym.oracle.ideal import expert_action, ideal_window
 
 EXTERNAL = "external"
-# Shares are measured after each flow's start plus this ramp (slow start, the growth ceiling).
-RAMP_MS = 5000.0
+RAMP_MS = SHARE_RAMP_MS  # shares count from the later start plus this ramp
 
 
 def fair_windows(ideal: np.ndarray | float, active_flows: np.ndarray | float,
@@ -118,17 +117,7 @@ def simulate_shared(link_spec: str, competitors: Sequence[str], learned: int = 1
                                           sim.growth_ceiling(f)), f)
 
     run_stepped([sim], [duration_ms], decide, threads=1)
+    shares = shares_between(sim.log(), max(learned_start_ms, competitor_start_ms) + RAMP_MS,
+                            duration_ms)
     return SharedRun(tuple([EXTERNAL] * learned + list(competitors)),
-                     _shares(sim.log(), len(flows),
-                             max(learned_start_ms, competitor_start_ms) + RAMP_MS, duration_ms))
-
-
-def _shares(log: Mapping[str, np.ndarray], num_flows: int, from_ms: float,
-            to_ms: float) -> tuple[float, ...]:
-    """Each flow's share of the bytes that arrived in [from_ms, to_ms) (a simulator's log)."""
-    arrival, flow = log["arrival_ms"], log["flow"]
-    size = log["bytes"].astype(np.float64)
-    counted = (arrival >= from_ms) & (arrival < to_ms)  # NaN (lost) compares False
-    per_flow = np.bincount(flow[counted], weights=size[counted], minlength=num_flows)
-    total = float(per_flow.sum())
-    return tuple(float(x) / total if total > 0 else 0.0 for x in per_flow)
+                     tuple(shares.get(f, 0.0) for f in range(len(flows))))

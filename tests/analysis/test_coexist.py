@@ -59,6 +59,17 @@ def test_unequal_fixed_windows_split_by_window(tmp_path: Path) -> None:
     assert row["throughput_mbps"] == pytest.approx(evaluated["throughput_mbps"])
 
 
+def test_rows_give_each_flows_share_while_both_send(tmp_path: Path) -> None:
+    # The window of 20 joins 2 s after the window of 60: over the run it holds less than its
+    # quarter, over the overlap after the 5 s ramp its quarter.
+    rows = eval_json(tmp_path, "--link", "rate_mbps=12,delay_ms=20", "--schemes", "fixed:20",
+                     "--against", "fixed:60", "--duration-s", "12", "--interval-s", "2")
+    late, first = sorted(row_of(rows, "fixed:20")["flows"], key=lambda f: not f["evaluated"])
+    assert late["evaluated"] and late["share"] < 0.22
+    assert late["share_overlap"] == pytest.approx(0.25, abs=0.01)
+    assert first["share_overlap"] == pytest.approx(0.75, abs=0.01)
+
+
 def test_harm_of_cubic_against_cubic_is_zero_and_an_aggressive_flow_harms(tmp_path: Path,
                                                                           capsys) -> None:
     rows = eval_json(tmp_path, "--link", SHARED, "--schemes", "cubic,fixed:400,vegas",

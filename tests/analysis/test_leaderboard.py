@@ -85,6 +85,15 @@ def test_per_flow_sub_rows():
     assert "share is of the bytes" in text
 
 
+def test_flow_sub_rows_give_the_share_while_all_send():
+    flows = [{"flow": 0, "share": 0.7, "share_overlap": 0.5},
+             {"flow": 1, "share": 0.3, "share_overlap": None}]
+    text = format_leaderboard([row("l", "cubic", -3.2, flows=flows, jain_index=0.9)])
+    assert "flow 0 (70.0% of bytes, 50.0% while all send)" in text
+    assert "flow 1 (30.0% of bytes)" in text  # no overlap measured: nothing claimed
+    assert "'while all send' of those from the last start plus a 5 s ramp" in text
+
+
 def test_columns_line_up_across_links():
     text = format_leaderboard([row("a", "x", -1.0), row("b", "a-much-longer-name", -2.0)])
     per_link, summary = text.split("summary over 2 links\n")

@@ -281,8 +281,8 @@ def test_summarize_two_flows():
     data = summary.to_dict()
     assert set(data) == {"throughput_mbps", "capacity_mbps", "utilization", "delay_p95_ms",
                          "e2e_delay_p95_ms", "score", "loss", "flows", "jain_index"}
-    assert set(data["flows"][0]) == {"flow", "throughput_mbps", "share", "delay_p95_ms",
-                                     "e2e_delay_p95_ms", "score"}
+    assert set(data["flows"][0]) == {"flow", "throughput_mbps", "share", "share_overlap",
+                                     "delay_p95_ms", "e2e_delay_p95_ms", "score"}
 
 
 def test_late_flow_throughput_counts_from_its_first_send():
