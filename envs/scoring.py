@@ -122,10 +122,21 @@ def simulate_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: 
     if factory is None:
         _core.run_all_until(sims, duration_ms, threads)
     else:
-        stepped = factory()
-        slots = [Slot(sim, f, link, seed) for sim, seed in zip(sims, seeds) for f in range(flows)]
-        stepped.reset(slots)
-        run_stepped(sims, [duration_ms] * len(sims), lambda _: stepped.decide(slots), threads)
+        # One scheme per flow, deciding from its flow's start: a recurrent policy's episode
+        # begins with its flow, never with the flows before it.
+        cohorts = []
+        for f in range(flows):
+            slots = [Slot(sim, f, link, seed) for sim, seed in zip(sims, seeds)]
+            stepped = factory()
+            stepped.reset(slots)
+            cohorts.append((f * interval_ms, stepped, slots))
+
+        def decide(now_ms: float) -> None:
+            for start_ms, stepped, slots in cohorts:
+                if now_ms >= start_ms:
+                    stepped.decide(slots)
+
+        run_stepped(sims, [duration_ms] * len(sims), decide, threads)
     runs = []
     for sim, seed in zip(sims, seeds):
         metrics, log, opportunities = score_simulation(sim, duration_ms)
