@@ -266,6 +266,36 @@ def step_reward(delivered: Any, delay_ms: Any, rate_mbps: Any, propagation_ms: A
     return throughput_weight * throughput_term - delay_weight * delay_term
 
 
+class RowRewards:
+    """step_reward of many rows (learned flows) at once, from a VecSimulator step's
+    statistics, whose STAT_DELIVERED_MBPS and STAT_DELAY_MS columns are delivered_mbps and
+    step_delay_ms computed in C++. Its per-row constants are computed once per reset and
+    both logarithms are one numpy call: six array operations a step rather than seventeen,
+    on the vector envs' serial path. Each value goes through step_reward's operations, so
+    the rewards are the same bits."""
+
+    def __init__(self, rate_mbps: np.ndarray, propagation_ms: np.ndarray,
+                 config: EnvConfig) -> None:
+        rate_mbps = np.asarray(rate_mbps, dtype=np.float64)
+        self._floor = np.stack([THROUGHPUT_FLOOR * rate_mbps,
+                                np.full(len(rate_mbps), DELAY_FLOOR_MS)])
+        self._scale = np.stack([rate_mbps, np.maximum(propagation_ms, DELAY_FLOOR_MS)])
+        self._weights = config.throughput_weight, config.delay_weight
+
+    def __call__(self, stats: np.ndarray) -> np.ndarray:
+        """Each row's reward, from stats (rows, STAT_COLUMNS)."""
+        terms = np.maximum(stats[:, _MEASURED].T, self._floor)  # (2, rows): throughput, delay
+        terms /= self._scale
+        np.log(terms, out=terms)
+        throughput_weight, delay_weight = self._weights
+        return throughput_weight * terms[0] - delay_weight * terms[1]
+
+
+# RowRewards reads both measured columns as one (rows, 2) view.
+assert _core.STAT_DELAY_MS == _core.STAT_DELIVERED_MBPS + 1
+_MEASURED = slice(_core.STAT_DELIVERED_MBPS, _core.STAT_DELAY_MS + 1)
+
+
 # ---------------------------------------------------------------- the environment
 
 class LinkEnv(gym.Env[np.ndarray, np.int64]):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -34,7 +35,8 @@ void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, 
 void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                                const std::vector<FlowSpec>& flows, double window) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
-  auto sim = std::make_unique<Simulator>(parse_link_spec(link), flows, seed, /*record_log=*/false);
+  const LinkSpec spec = parse_link_spec(link);
+  auto sim = std::make_unique<Simulator>(spec, flows, seed, /*record_log=*/false);
   SimRows rows;
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (!sim->external(f)) continue;
@@ -43,6 +45,7 @@ void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t 
   }
   if (rows.flows.empty()) throw std::invalid_argument("a simulation needs an external flow");
   rows.previous.assign(rows.flows.size(), kHoldAction);
+  rows.delay.assign(rows.flows.size(), spec.delay_ms);
   // The slices balance flows: a simulation with more or fewer of them redraws them.
   dirty_ = dirty_ || !sims_[i] || rows.flows != rows_[i].flows ||
            sims_[i]->num_flows() != sim->num_flows();
@@ -120,7 +123,7 @@ int VecSimulator::previous_action(std::size_t row) {
   return rows_[i].previous[row - l.begin[i]];
 }
 
-void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
+void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepped) {
   Simulator& s = *sims_[i];
   const double active_flows = static_cast<double>(s.active_flows());
   double classic_flows = 0, classic_in_flight = 0;
@@ -149,6 +152,28 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
     row[kStatGrowthCeiling] = growth_ceiling(sender.features(), *s.external(f));
     row[kStatClassicFlows] = classic_flows;
     row[kStatClassicInFlight] = classic_in_flight;
+    row[kStatDeliveredMbps] = st.delivered_bytes * kBitsPerByte / kStepMs / kBitsPerKbit;
+    double& delay = rows_[i].delay[r - first];
+    if (stepped) delay = std::isnan(row[kStatMeanDelayMs]) ? delay + kStepMs : row[kStatMeanDelayMs];
+    row[kStatDelayMs] = delay;
+  }
+}
+
+void VecSimulator::write_outputs(std::size_t first_row, std::size_t end_row) {
+  const auto at = [](std::size_t index) { return static_cast<std::ptrdiff_t>(index); };
+  if (out_.obs) {
+    std::copy(layout_.obs.begin() + at(first_row * kObsDim), layout_.obs.begin() + at(end_row * kObsDim),
+              out_.obs + first_row * kObsDim);
+  }
+  if (out_.stats) {
+    std::copy(layout_.stats.begin() + at(first_row * kStatColumns),
+              layout_.stats.begin() + at(end_row * kStatColumns), out_.stats + first_row * kStatColumns);
+  }
+  if (out_.experts) {
+    for (std::size_t r = first_row; r < end_row; ++r) {
+      const double* row = layout_.stats.data() + r * kStatColumns;
+      out_.experts[r] = closest_action(row[kStatWindow], out_.targets[r], row[kStatGrowthCeiling]);
+    }
   }
 }
 
@@ -174,18 +199,21 @@ void VecSimulator::step_chunk(int part) {
     }
     const uint64_t before = s.data_direction().opportunity_count();
     s.run_until(s.now_ms() + kStepMs);
-    record_sim(i, (s.data_direction().opportunity_count() - before) * kOpportunityBytes);
+    record_sim(i, (s.data_direction().opportunity_count() - before) * kOpportunityBytes, true);
     stale_[i] = 0;
   }
+  write_outputs(layout_.begin[layout_.slice[p]], layout_.begin[layout_.slice[p + 1]]);
 }
 
-void VecSimulator::step(const int32_t* actions) {
+void VecSimulator::step(const int32_t* actions, const StepOutputs& out) {
   Layout& l = layout();
   for (std::size_t r = 0; r < l.flow.size(); ++r) {
     if (actions[r] >= kNumActions) throw std::invalid_argument("action out of range");
   }
+  if (out.experts && !out.targets) throw std::invalid_argument("experts need targets");
   if (!workers_->usable()) make_workers();  // a forked child: threads of its own
   actions_ = actions;
+  out_ = out;
   if (threads_ == 1 || !tuner_.parallel_next()) {
     // On the caller alone: the same chunks in the same order, so the same results.
     const auto start = std::chrono::steady_clock::now();
@@ -197,6 +225,7 @@ void VecSimulator::step(const int32_t* actions) {
     tuner_.record(true, std::chrono::steady_clock::now() - start);
   }
   actions_ = nullptr;
+  out_ = {};
 }
 
 bool ThreadTuner::parallel_next() const {
@@ -224,7 +253,7 @@ void VecSimulator::record_stale() {
   layout();
   for (std::size_t i = 0; i < sims_.size(); ++i) {
     if (!stale_[i]) continue;
-    record_sim(i, 0);
+    record_sim(i, 0, false);
     stale_[i] = 0;
   }
 }

@@ -27,7 +27,12 @@ namespace ccgym {
 // simulation send then (classic ones included), the bytes the link could carry during the
 // step (its delivery opportunities), the flow's growth ceiling (actions.hh) now, and of its
 // simulation's classic (not external) flows sending now: how many, and their mean packets in
-// flight (0 if none) - what the shared-link expert (oracle/shared.py) matches.
+// flight (0 if none) - what the shared-link expert (oracle/shared.py) matches. The last two
+// are what the envs report and reward (envs/link_env.py's delivered_mbps and step_delay_ms,
+// the same operations in the same order, so the same bits): the delivered rate (Mbit/s over
+// the step) and the step's delay (ms): the mean of the step's arrivals, else the last step's
+// plus kStepMs, from the link's propagation delay at reset. Both are computed on the step's
+// threads, not after the step on the caller's.
 inline constexpr std::size_t kStatDeliveredBytes = 0;
 inline constexpr std::size_t kStatMeanDelayMs = 1;
 inline constexpr std::size_t kStatWindow = 2;
@@ -37,7 +42,23 @@ inline constexpr std::size_t kStatCapacityBytes = 5;
 inline constexpr std::size_t kStatGrowthCeiling = 6;
 inline constexpr std::size_t kStatClassicFlows = 7;
 inline constexpr std::size_t kStatClassicInFlight = 8;
-inline constexpr std::size_t kStatColumns = 9;
+inline constexpr std::size_t kStatDeliveredMbps = 9;
+inline constexpr std::size_t kStatDelayMs = 10;
+inline constexpr std::size_t kStatColumns = 11;
+
+// Bytes over a step to Mbit/s, as envs/link_env.py's delivered_mbps: bytes x 8 / ms / 1000.
+inline constexpr double kBitsPerByte = 8;
+inline constexpr double kBitsPerKbit = 1000;
+
+// Where a step also writes its results, besides the buffers that observations() and
+// stats() copy from: each thread writes its own rows, so the caller copies nothing after
+// the step. Every pointer may be null (nothing written); experts needs targets.
+struct StepOutputs {
+  float* obs = nullptr;              // rows() x kObsDim, as observations()
+  double* stats = nullptr;           // rows() x kStatColumns, as stats()
+  const double* targets = nullptr;   // rows(): a window per row, read
+  int64_t* experts = nullptr;        // rows(): closest_actions(targets), as it would after
+};
 
 // The default number of threads spreads at least this many flows onto each: below it a
 // step is so short that the hand-off between threads costs more than it saves
@@ -96,8 +117,8 @@ class VecSimulator {
   const std::vector<uint32_t>& row_flows();
 
   // Applies actions[r] to row r's flow (-1 leaves its window), then runs every simulation
-  // kStepMs further, each from its own clock.
-  void step(const int32_t* actions);
+  // kStepMs further, each from its own clock; writes the results to `out` too.
+  void step(const int32_t* actions, const StepOutputs& out = {});
   // The last action applied to row r's flow (kHoldAction since its reset).
   int previous_action(std::size_t row);
   // rows() x kObsDim observations, written to out.
@@ -117,6 +138,7 @@ class VecSimulator {
   struct SimRows {
     std::vector<uint32_t> flows;  // the simulation's external flows
     std::vector<int> previous;    // the last action applied to each
+    std::vector<double> delay;    // each one's last step's delay (kStatDelayMs)
   };
   struct Layout {
     std::vector<std::size_t> begin;  // size() + 1 row offsets
@@ -129,7 +151,9 @@ class VecSimulator {
   void rebuild_layout();
   void step_chunk(int chunk);
   void make_workers();
-  void record_sim(std::size_t i, uint64_t capacity_bytes);
+  // stepped: after a step (the delays move on), else after a reset (capacity 0).
+  void record_sim(std::size_t i, uint64_t capacity_bytes, bool stepped);
+  void write_outputs(std::size_t first_row, std::size_t end_row);
   void record_stale();
 
   std::vector<std::unique_ptr<Simulator>> sims_;
@@ -138,6 +162,7 @@ class VecSimulator {
   Layout layout_;
   bool dirty_ = true;  // a reset changed the rows
   const int32_t* actions_ = nullptr;  // of the step under way
+  StepOutputs out_;                   // of the step under way
   int requested_threads_;
   int threads_ = 1;
   std::unique_ptr<StepWorkers> workers_;
