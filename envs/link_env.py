@@ -270,7 +270,7 @@ class RowRewards:
     """step_reward of many rows (learned flows) at once, from a VecSimulator step's
     statistics, whose STAT_DELIVERED_MBPS and STAT_DELAY_MS columns are delivered_mbps and
     step_delay_ms computed in C++. Its per-row constants are computed once per reset and
-    both logarithms are one numpy call: six array operations a step rather than seventeen,
+    both logarithms are one numpy call: five array operations a step rather than seventeen,
     on the vector envs' serial path. Each value goes through step_reward's operations, so
     the rewards are the same bits."""
 
@@ -280,15 +280,15 @@ class RowRewards:
         self._floor = np.stack([THROUGHPUT_FLOOR * rate_mbps,
                                 np.full(len(rate_mbps), DELAY_FLOOR_MS)])
         self._scale = np.stack([rate_mbps, np.maximum(propagation_ms, DELAY_FLOOR_MS)])
-        self._weights = config.throughput_weight, config.delay_weight
+        self._weights = np.array([[config.throughput_weight], [config.delay_weight]])
 
     def __call__(self, stats: np.ndarray) -> np.ndarray:
         """Each row's reward, from stats (rows, STAT_COLUMNS)."""
         terms = np.maximum(stats[:, _MEASURED].T, self._floor)  # (2, rows): throughput, delay
         terms /= self._scale
         np.log(terms, out=terms)
-        throughput_weight, delay_weight = self._weights
-        return throughput_weight * terms[0] - delay_weight * terms[1]
+        terms *= self._weights
+        return np.subtract(terms[0], terms[1])
 
 
 # RowRewards reads both measured columns as one (rows, 2) view.

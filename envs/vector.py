@@ -139,9 +139,10 @@ class VecLinkEnv(VectorEnv):
                        np.asarray(ideal, dtype=np.float64), self._expert)
         self._steps += 1
         rewards = self._rewards(stats)
-        terminated = np.zeros(n, dtype=bool)
+        terminated, truncated = np.zeros((2, n), dtype=bool)
         ended = self._steps >= self.config.episode_steps
-        truncated = np.full(n, ended)
+        if ended:
+            truncated[:] = True
         infos = self._with_masks({
             "ideal_window": ideal, "expert_action": self._expert.copy(),
             "window": stats[:, _core.STAT_WINDOW], "link": self._names.copy(),
