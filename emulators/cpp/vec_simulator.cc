@@ -99,7 +99,9 @@ void VecSimulator::rebuild_layout() {
                                     : default_threads(flows);
   threads_ = std::max(1, threads_);
   // Contiguous chunks with about equal numbers of flows: a flow's packets are the work.
-  const std::size_t chunks = static_cast<std::size_t>(threads_) * kChunksPerThread;
+  const auto threads = static_cast<std::size_t>(threads_);
+  chunks_per_thread_ = std::clamp<std::size_t>(n / (threads * kMinSimsPerChunk), 1, kChunksPerThread);
+  const std::size_t chunks = threads * chunks_per_thread_;
   l.slice.assign(1, 0);
   std::size_t done = 0;
   for (std::size_t part = 1; part < chunks; ++part) {
@@ -109,7 +111,10 @@ void VecSimulator::rebuild_layout() {
     l.slice.push_back(i);
   }
   l.slice.push_back(n);
-  if (!workers_ || workers_->threads() != threads_ || !workers_->usable()) make_workers();
+  if (!workers_ || workers_->threads() != threads_ || !workers_->usable() ||
+      workers_->chunks() != static_cast<int>(chunks)) {
+    make_workers();
+  }
   tuner_ = ThreadTuner{};
   tuner_.adaptive = requested_threads_ == 0 && threads_ > 1;
   dirty_ = false;
@@ -181,7 +186,7 @@ void VecSimulator::make_workers() {
   if (workers_ && !workers_->usable()) {
     workers_.release();  // a forked child: the parent's threads cannot be joined here
   }
-  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(kChunksPerThread),
+  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(chunks_per_thread_),
                                            [this](int chunk) { step_chunk(chunk); });
 }
 
@@ -214,37 +219,41 @@ void VecSimulator::step(const int32_t* actions, const StepOutputs& out) {
   if (!workers_->usable()) make_workers();  // a forked child: threads of its own
   actions_ = actions;
   out_ = out;
-  if (threads_ == 1 || !tuner_.parallel_next()) {
+  if (threads_ == 1 || !tuner_.start_step(ThreadTuner::Clock::now())) {
     // On the caller alone: the same chunks in the same order, so the same results.
-    const auto start = std::chrono::steady_clock::now();
     for (int c = 0; c < workers_->chunks(); ++c) step_chunk(c);
-    tuner_.record(false, std::chrono::steady_clock::now() - start);
   } else {
-    const auto start = std::chrono::steady_clock::now();
     workers_->run();
-    tuner_.record(true, std::chrono::steady_clock::now() - start);
   }
   actions_ = nullptr;
   out_ = {};
 }
 
-bool ThreadTuner::parallel_next() const {
-  if (!adaptive) return true;
-  const uint64_t phase = steps % kTunePeriodSteps;
-  if (phase < kProbeSteps) return false;
-  if (phase < 2 * kProbeSteps) return true;
-  return parallel;
+namespace {
+
+ThreadTuner::Clock::duration median(ThreadTuner::Clock::duration* first,
+                                    ThreadTuner::Clock::duration* last) {
+  auto* middle = first + (last - first) / 2;
+  std::nth_element(first, middle, last);
+  return *middle;
 }
 
-void ThreadTuner::record(bool was_parallel, std::chrono::steady_clock::duration took) {
-  if (!adaptive) return;
-  const uint64_t phase = steps++ % kTunePeriodSteps;
-  if (phase >= 2 * kProbeSteps) return;
-  (was_parallel ? parallel_time : serial_time) += took;
-  if (phase + 1 == 2 * kProbeSteps) {
-    parallel = parallel_time < serial_time;
-    parallel_time = serial_time = {};
+}  // namespace
+
+bool ThreadTuner::start_step(Clock::time_point now) {
+  if (!adaptive) return true;
+  if (steps >= 1 && steps <= 2 * kProbeSteps) probe[steps - 1] = now - last_start;
+  if (steps == 2 * kProbeSteps) {
+    const auto alone = median(probe.data(), probe.data() + kProbeSteps);
+    parallel = median(probe.data() + kProbeSteps, probe.data() + probe.size()) < alone;
+    period = parallel ? kTunePeriodSteps : std::min(2 * period, kMaxTunePeriodSteps);
   }
+  last_start = now;
+  const uint64_t step = steps;
+  steps = steps + 1 == period ? 0 : steps + 1;
+  if (step < kProbeSteps) return false;
+  if (step < 2 * kProbeSteps) return true;
+  return parallel;
 }
 
 // Simulations reset since the last step have not been recorded: their first observation,

@@ -9,6 +9,7 @@
 // fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
 // (step_workers.hh). Buffers are sized at reset, never per step.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -65,25 +66,37 @@ struct StepOutputs {
 // (benchmarks/bench_env.py).
 inline constexpr std::size_t kMinFlowsPerThread = 24;
 // Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
-// machine) leaves only part of its share to the others.
-inline constexpr std::size_t kChunksPerThread = 4;
+// machine) leaves only part of its share to the others, and at the step's end one waits for
+// the other's last chunk, which is short; but at least kMinSimsPerChunk simulations each.
+inline constexpr std::size_t kChunksPerThread = 16;
+inline constexpr std::size_t kMinSimsPerChunk = 2;
 
 // With the default thread count, whether a step runs on the threads or on the caller alone
 // is measured, not assumed: on a machine whose cores are busy with other work a thread may
-// be preempted inside its chunk, and every step then waits for it. Every kTunePeriodSteps
-// steps, kProbeSteps run on the caller alone, kProbeSteps on the threads, and the faster
-// runs until the next probe. Only the wall-clock time of the steps is read, to choose; the
-// results are the same either way (the simulations never read a clock).
+// be preempted inside its chunk, and every step then waits for it. Each probe runs
+// kProbeSteps steps on the caller alone, then kProbeSteps on the threads, and the faster
+// runs until the next probe. A step is timed from its start to the next step's start, so
+// that the caller's own work between steps counts too (a worker spinning for the next step
+// takes a busy core from it), and the lower median wins: a step that waited for a thread
+// preempted mid-chunk, or a caller that paused between steps to train, decides nothing. The
+// next probe comes kTunePeriodSteps steps later or, each time the caller alone wins again,
+// twice as late, up to kMaxTunePeriodSteps: where the threads do not pay, probing them costs
+// little. Only the wall-clock time of the steps is read, to choose; the results are the
+// same either way (the simulations never read a clock).
 inline constexpr uint64_t kTunePeriodSteps = 2048;
+inline constexpr uint64_t kMaxTunePeriodSteps = 65536;
 inline constexpr uint64_t kProbeSteps = 32;
 
 struct ThreadTuner {
+  using Clock = std::chrono::steady_clock;
   bool adaptive = false;  // off: always on the threads
   bool parallel = true;   // the choice of the last probe
-  uint64_t steps = 0;
-  std::chrono::steady_clock::duration serial_time{}, parallel_time{};
-  bool parallel_next() const;
-  void record(bool was_parallel, std::chrono::steady_clock::duration took);
+  uint64_t steps = 0;     // steps begun in this period
+  uint64_t period = kTunePeriodSteps;
+  std::array<Clock::duration, 2 * kProbeSteps> probe{};  // on the caller, then on the threads
+  Clock::time_point last_start{};
+  // At the start of a step: times the previous one, then says where this one runs.
+  bool start_step(Clock::time_point now);
 };
 
 class VecSimulator {
@@ -165,6 +178,7 @@ class VecSimulator {
   StepOutputs out_;                   // of the step under way
   int requested_threads_;
   int threads_ = 1;
+  std::size_t chunks_per_thread_ = 1;
   std::unique_ptr<StepWorkers> workers_;
   ThreadTuner tuner_;
 };

@@ -200,5 +200,38 @@ TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
   EXPECT_THROW(vec.step(&too_big), std::invalid_argument);
 }
 
+
+// Feeds the tuner steps that take `alone` on the caller and `threads` on the threads, one
+// of those on the threads a second longer (a preempted thread, a caller that paused to
+// train); returns where the steps after the probe run and the period they run for.
+std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alone,
+                               std::chrono::microseconds threads) {
+  auto now = tuner.last_start;
+  std::vector<bool> where;
+  do {  // one period: to the next probe
+    const std::size_t step = where.size();
+    where.push_back(tuner.start_step(now));
+    now += where.back() ? threads : alone;
+    if (step == kProbeSteps + 3) now += std::chrono::seconds(1);  // a sum would pick the caller
+  } while (tuner.steps != 0);
+  EXPECT_EQ(where.size(), tuner.period);
+  for (std::size_t step = 2 * kProbeSteps + 1; step < where.size(); ++step) {
+    EXPECT_EQ(where[step], where.back()) << step;  // the choice holds to the next probe
+  }
+  EXPECT_FALSE(where[0]);
+  EXPECT_TRUE(where[kProbeSteps]);
+  return {where.back(), tuner.period};
+}
+
+TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileTheCallerAloneWins) {
+  using std::chrono::microseconds;
+  ThreadTuner tuner;
+  tuner.adaptive = true;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), std::make_pair(true, kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
+}
+
 }  // namespace
 }  // namespace ccgym
