@@ -147,9 +147,8 @@ class SharedLinks:
     def first_step(self) -> RowStep:
         """The rows as they are after reset: observations, no reward, nothing delivered."""
         self._refresh_rows()
-        stats = self.vec.stats()
         zeros = np.zeros(self.num_rows)
-        return self._row_step(self.vec.observations(), zeros, zeros, stats)
+        return self._row_step(self.vec.observations(), zeros, zeros, self.vec.stats().T)
 
     def step(self, actions: np.ndarray) -> RowStep:
         """Applies one action per row (-1 keeps the window) and steps every simulation."""
@@ -158,11 +157,11 @@ class SharedLinks:
         actions = np.where(holding, _core.HOLD_ACTION, actions).astype(np.int32)
         rows = len(actions)
         obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
-        stats = np.empty((rows, _core.STAT_COLUMNS))
-        self.vec.step(actions, obs, stats)
+        columns = np.empty((_core.STAT_COLUMNS, rows))
+        self.vec.step(actions, obs, columns)
         self.steps += 1
-        return self._row_step(obs, self._rewards(stats),
-                              stats[:, _core.STAT_DELIVERED_MBPS], stats)
+        return self._row_step(obs, self._rewards(columns),
+                              columns[_core.STAT_DELIVERED_MBPS], columns)
 
     def expert_windows(self) -> np.ndarray:
         """Each row's expert window now (oracle/shared.py), from the last step's statistics."""
@@ -201,12 +200,13 @@ class SharedLinks:
                 self._varying_ideal.append((window, sims))
 
     def _row_step(self, obs: np.ndarray, reward: np.ndarray, delivered: np.ndarray,
-                  stats: np.ndarray) -> RowStep:
-        active_flows = stats[:, _core.STAT_ACTIVE_FLOWS]
-        capacity = delivered_mbps(stats[:, _core.STAT_CAPACITY_BYTES])
-        return RowStep(obs, reward, delivered, stats[:, _core.STAT_DELAY_MS],
-                       stats[:, _core.STAT_WINDOW],
-                       stats[:, _core.STAT_ACTIVE] > 0, active_flows, capacity,
+                  columns: np.ndarray) -> RowStep:
+        """columns: the statistics (STAT_COLUMNS, rows)."""
+        active_flows = columns[_core.STAT_ACTIVE_FLOWS]
+        capacity = delivered_mbps(columns[_core.STAT_CAPACITY_BYTES])
+        return RowStep(obs, reward, delivered, columns[_core.STAT_DELAY_MS],
+                       columns[_core.STAT_WINDOW],
+                       columns[_core.STAT_ACTIVE] > 0, active_flows, capacity,
                        capacity / np.maximum(active_flows, 1),
                        self.steps >= self.config.episode_steps)
 

@@ -31,7 +31,7 @@ their first observations with reward 0 and neither flag set.
 
 infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
 delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True). window,
-delivered_mbps and delay_ms are columns of one (N, STAT_COLUMNS) array, the masks rows of one
+delivered_mbps and delay_ms are rows of one (STAT_COLUMNS, N) array, the masks rows of one
 (6, N) array: fresh arrays every step, built with as few numpy calls as can be.
 
 A step's Python is the part that more threads do not speed up, so it is kept short: the C++
@@ -108,6 +108,7 @@ class VecLinkEnv(VectorEnv):
         self._held_steps = np.zeros(num_envs, dtype=np.int64)  # see start_window
         self._hold_until = 0  # no slot holds its window from this step on
         self._all = np.ones(num_envs, dtype=bool)
+        self._masks = np.ones((len(MASK_KEYS), num_envs), dtype=bool)  # copied for each info
         self._expert = np.full(num_envs, _core.HOLD_ACTION, dtype=np.int64)
         self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
 
@@ -131,23 +132,22 @@ class VecLinkEnv(VectorEnv):
             actions = np.where(self._steps < self._held_steps, _core.HOLD_ACTION, actions)
         n = self.num_envs
         obs = np.empty((n, _core.OBS_DIM), dtype=np.float32)
-        stats = np.empty((n, _core.STAT_COLUMNS))
+        columns = np.empty((_core.STAT_COLUMNS, n))
         # The expert labels the observations after the step: the oracle's windows then.
         ideal = self._ideal_windows(self._vec.now_ms(0) + _core.STEP_MS)
         self._expert = np.empty(n, dtype=np.int64)
-        self._vec.step(np.ascontiguousarray(actions, dtype=np.int32), obs, stats,
+        self._vec.step(np.ascontiguousarray(actions, dtype=np.int32), obs, columns,
                        np.asarray(ideal, dtype=np.float64), self._expert)
         self._steps += 1
-        rewards = self._rewards(stats)
-        terminated, truncated = np.zeros((2, n), dtype=bool)
+        rewards = self._rewards(columns)
+        terminated = np.zeros(n, dtype=bool)
         ended = self._steps >= self.config.episode_steps
-        if ended:
-            truncated[:] = True
+        truncated = ~terminated if ended else terminated.copy()
         infos = self._with_masks({
             "ideal_window": ideal, "expert_action": self._expert.copy(),
-            "window": stats[:, _core.STAT_WINDOW], "link": self._names.copy(),
-            "delivered_mbps": stats[:, _core.STAT_DELIVERED_MBPS],
-            "delay_ms": stats[:, _core.STAT_DELAY_MS]})
+            "window": columns[_core.STAT_WINDOW], "link": self._names.copy(),
+            "delivered_mbps": columns[_core.STAT_DELIVERED_MBPS],
+            "delay_ms": columns[_core.STAT_DELAY_MS]})
         if ended and self.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP:
             self._reset_next = True
         elif ended:
@@ -245,5 +245,5 @@ class VecLinkEnv(VectorEnv):
 
     def _with_masks(self, infos: dict[str, Any]) -> dict[str, Any]:
         """infos (INFO_KEYS, in order) with gymnasium's masks: all True, rows of one array."""
-        infos.update(zip(MASK_KEYS, np.ones((len(MASK_KEYS), self.num_envs), dtype=bool)))
+        infos.update(zip(MASK_KEYS, list(self._masks.copy())))
         return infos

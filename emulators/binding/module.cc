@@ -330,25 +330,26 @@ NB_MODULE(_core, m) {
            "Each row's flow index within its simulation.")
       .def("previous_action", &VecSimulator::previous_action, "row"_a)
       .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions,
-                      std::optional<Rows2d<float>> obs, std::optional<Rows2d<double>> stats,
+                      std::optional<Rows2d<float>> obs, std::optional<Rows2d<double>> columns,
                       std::optional<Rows1d<const double>> targets,
                       std::optional<Rows1d<int64_t>> experts) {
         const std::size_t rows = v.rows();
         if (actions.shape(0) != rows) throw std::invalid_argument("one action per row");
         StepOutputs out;
         if (obs) out.obs = checked(*obs, rows, kObsDim, "obs")->data();
-        if (stats) out.stats = checked(*stats, rows, kStatColumns, "stats")->data();
+        if (columns) out.columns = checked(*columns, kStatColumns, rows, "columns")->data();
         if (targets) out.targets = checked(*targets, rows, "targets")->data();
         if (experts) out.experts = checked(*experts, rows, "experts")->data();
         nb::gil_scoped_release release;
         v.step(actions.data(), out);
       }, "actions"_a, nb::arg("obs").noconvert() = nb::none(),
-         nb::arg("stats").noconvert() = nb::none(), nb::arg("targets").noconvert() = nb::none(),
+         nb::arg("columns").noconvert() = nb::none(), nb::arg("targets").noconvert() = nb::none(),
          nb::arg("experts").noconvert() = nb::none(),
          "Applies one action per row (-1: keep the window), then runs every simulation\n"
          "10 ms, on threads, without the GIL. The step's threads also write what is given:\n"
-         "obs (as observations()), stats (as stats()) and, for a target window per row,\n"
-         "experts (int64: as closest_actions(targets) would after the step).")
+         "obs (as observations()), columns (STAT_COLUMNS x rows: stats() transposed, each\n"
+         "statistic contiguous) and, for a target window per row, experts (int64: as\n"
+         "closest_actions(targets) would after the step).")
       .def("observations", [](VecSimulator& v, nb::object out) {
         return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
       }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.",

@@ -170,9 +170,12 @@ void VecSimulator::write_outputs(std::size_t first_row, std::size_t end_row) {
     std::copy(layout_.obs.begin() + at(first_row * kObsDim), layout_.obs.begin() + at(end_row * kObsDim),
               out_.obs + first_row * kObsDim);
   }
-  if (out_.stats) {
-    std::copy(layout_.stats.begin() + at(first_row * kStatColumns),
-              layout_.stats.begin() + at(end_row * kStatColumns), out_.stats + first_row * kStatColumns);
+  if (out_.columns) {
+    const std::size_t rows = layout_.flow.size();
+    for (std::size_t r = first_row; r < end_row; ++r) {
+      const double* row = layout_.stats.data() + r * kStatColumns;
+      for (std::size_t c = 0; c < kStatColumns; ++c) out_.columns[c * rows + r] = row[c];
+    }
   }
   if (out_.experts) {
     for (std::size_t r = first_row; r < end_row; ++r) {

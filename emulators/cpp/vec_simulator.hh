@@ -53,10 +53,11 @@ inline constexpr double kBitsPerKbit = 1000;
 
 // Where a step also writes its results, besides the buffers that observations() and
 // stats() copy from: each thread writes its own rows, so the caller copies nothing after
-// the step. Every pointer may be null (nothing written); experts needs targets.
+// the step. The statistics come by column, each a contiguous array (what numpy reads
+// fastest). Every pointer may be null (nothing written); experts needs targets.
 struct StepOutputs {
   float* obs = nullptr;              // rows() x kObsDim, as observations()
-  double* stats = nullptr;           // rows() x kStatColumns, as stats()
+  double* columns = nullptr;         // kStatColumns x rows(): stats() transposed
   const double* targets = nullptr;   // rows(): a window per row, read
   int64_t* experts = nullptr;        // rows(): closest_actions(targets), as it would after
 };

@@ -62,11 +62,12 @@ def test_flows_stepped_in_one_call_match_the_reference_path(threads):
         # The step's threads write its results into the caller's arrays, as the
         # accessors copy them after it; the experts as closest_actions finds them.
         obs = np.empty((len(rows), _core.OBS_DIM), dtype=np.float32)
-        stats = np.empty((len(rows), _core.STAT_COLUMNS))
+        columns = np.empty((_core.STAT_COLUMNS, len(rows)))
         targets, experts = rng.uniform(1, 200, size=len(rows)), np.empty(len(rows), np.int64)
-        vec.step(step_actions, obs, stats, targets, experts)
+        vec.step(step_actions, obs, columns, targets, experts)
+        stats = vec.stats()
         np.testing.assert_array_equal(obs, vec.observations())
-        np.testing.assert_array_equal(stats, vec.stats())
+        np.testing.assert_array_equal(columns, stats.T)
         np.testing.assert_array_equal(experts, vec.closest_actions(targets))
         for r, (sim, f) in enumerate(rows):
             np.testing.assert_array_equal(obs[r], sim.observation(previous[r], f))
@@ -102,7 +103,7 @@ def test_a_step_writes_only_into_arrays_it_can_fill():
     with pytest.raises(ValueError, match="experts need targets"):
         vec.step(actions, experts=np.empty(rows, dtype=np.int64))
     with pytest.raises(TypeError):  # a converted copy would be written, not the caller's
-        vec.step(actions, stats=np.empty((rows, _core.STAT_COLUMNS), dtype=np.float32))
+        vec.step(actions, columns=np.empty((_core.STAT_COLUMNS, rows), dtype=np.float32))
 
 
 def test_two_equal_fixed_windows_share_the_link_evenly():
