@@ -7,7 +7,10 @@
 //
 // Stepping scales with cores: worker threads live as long as the VecSimulator, each owns
 // fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
-// (step_workers.hh). Buffers are sized at reset, never per step.
+// (step_workers.hh). Buffers are sized at reset, never per step. What a step's caller does
+// between steps is the part that more threads cannot speed up, so the threads also write the
+// step's results where the caller wants them (StepOutputs) and compute what the envs would
+// otherwise compute after the step: the delivered rate, the step's delay, the expert action.
 #pragma once
 #include <array>
 #include <chrono>
