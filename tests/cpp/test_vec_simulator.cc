@@ -84,8 +84,7 @@ TEST(VecSimulator, RowsAreTheExternalFlowsInSimulationOrder) {
   EXPECT_THROW(vec.reset_flows(0, kLink, 1, {flow("cubic")}, 10), std::invalid_argument);
 }
 
-TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
-  const std::size_t n = 9;  // slices of unequal sizes
+void expect_threads_give_what_one_gives(std::size_t n) {
   VecSimulator one(n, 1), three(n, 3);
   reset_shared(one);
   reset_shared(three);
@@ -111,6 +110,11 @@ TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
       }
     }
   }
+}
+
+TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
+  expect_threads_give_what_one_gives(9);   // one chunk per thread, slices of unequal sizes
+  expect_threads_give_what_one_gives(40);  // several per thread, taken from each other
 }
 
 TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
