@@ -31,8 +31,8 @@ their first observations with reward 0 and neither flag set.
 
 infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
 delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True). window,
-delivered_mbps and delay_ms are rows of one (STAT_COLUMNS, N) array, the masks rows of one
-(6, N) array: fresh arrays every step, built with as few numpy calls as can be.
+delivered_mbps and delay_ms are rows of one (STAT_COLUMNS, N) array: fresh arrays every
+step, built with as few numpy calls as can be.
 
 A step's Python is the part that more threads do not speed up, so it is kept short: the C++
 step's threads write the observations, statistics (with the delivered rate and the delay)
@@ -108,7 +108,6 @@ class VecLinkEnv(VectorEnv):
         self._held_steps = np.zeros(num_envs, dtype=np.int64)  # see start_window
         self._hold_until = 0  # no slot holds its window from this step on
         self._all = np.ones(num_envs, dtype=bool)
-        self._masks = np.ones((len(MASK_KEYS), num_envs), dtype=bool)  # copied for each info
         self._expert = np.full(num_envs, _core.HOLD_ACTION, dtype=np.int64)
         self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
 
@@ -244,6 +243,7 @@ class VecLinkEnv(VectorEnv):
             "delivered_mbps": np.zeros(self.num_envs), "delay_ms": self._propagation.copy()})
 
     def _with_masks(self, infos: dict[str, Any]) -> dict[str, Any]:
-        """infos (INFO_KEYS, in order) with gymnasium's masks: all True, rows of one array."""
-        infos.update(zip(MASK_KEYS, list(self._masks.copy())))
+        """infos (INFO_KEYS, in order) with gymnasium's masks: all True."""
+        for key in MASK_KEYS:
+            infos[key] = self._all.copy()
         return infos
