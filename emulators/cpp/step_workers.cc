@@ -78,10 +78,14 @@ void StepWorkers::work_through(int thread, uint32_t generation) {
   int ran = 0;
   const int own = thread * per_thread_;
   for (int k = 0; k < per_thread_; ++k) ran += run_chunk(own + k, generation);
+  count_done(ran);  // before looking for more: the caller may be waiting for these
   for (int t = 1; t < threads_; ++t) {  // then the next threads', each from its end
     const int first = (thread + t) % threads_ * per_thread_;
-    for (int k = per_thread_ - 1; k >= 0; --k) ran += run_chunk(first + k, generation);
+    for (int k = per_thread_ - 1; k >= 0; --k) count_done(run_chunk(first + k, generation));
   }
+}
+
+void StepWorkers::count_done(int ran) {
   if (ran > 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == chunks_) {
     done_.notify_one();
   }

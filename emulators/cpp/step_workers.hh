@@ -10,8 +10,8 @@
 // start: they meet, rather than contend for the same chunks). So the caller never waits for
 // a worker that is asleep or not scheduled (a busy machine): it runs the worker's chunks
 // itself and waits only for chunks under way, and a call is never much slower than one
-// thread running everything. A thread counts the chunks it ran and adds them to the shared
-// count once, when none is left to take: one write to that shared word per thread and call.
+// thread running everything. A thread adds the chunks it ran to the shared count once for
+// its own and once for each it took: in most calls, one write to that word per thread.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -45,6 +45,8 @@ class StepWorkers {
   void work_through(int thread, uint32_t generation);
   // Claims chunk c for this generation and runs it; false if another thread had it.
   bool run_chunk(int chunk, uint32_t generation);
+  // Adds chunks run to done_, waking the caller if they were the last.
+  void count_done(int ran);
 
   // A claim word on a cache line of its own: a thread claiming its own chunks does not
   // take the line from another that is reading its neighbours' claims.
