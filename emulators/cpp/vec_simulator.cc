@@ -100,7 +100,8 @@ void VecSimulator::rebuild_layout() {
   threads_ = std::max(1, threads_);
   // Contiguous chunks with about equal numbers of flows: a flow's packets are the work.
   const auto threads = static_cast<std::size_t>(threads_);
-  chunks_per_thread_ = std::clamp<std::size_t>(n / (threads * kMinSimsPerChunk), 1, kChunksPerThread);
+  chunks_per_thread_ =
+      std::clamp<std::size_t>(n / (threads * kMinSimsPerChunk), 1, kChunksPerThread);
   const std::size_t chunks = threads * chunks_per_thread_;
   l.slice.assign(1, 0);
   std::size_t done = 0;
@@ -159,7 +160,9 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepp
     row[kStatClassicInFlight] = classic_in_flight;
     row[kStatDeliveredMbps] = st.delivered_bytes * kBitsPerByte / kStepMs / kBitsPerKbit;
     double& delay = rows_[i].delay[r - first];
-    if (stepped) delay = std::isnan(row[kStatMeanDelayMs]) ? delay + kStepMs : row[kStatMeanDelayMs];
+    if (stepped) {
+      delay = std::isnan(row[kStatMeanDelayMs]) ? delay + kStepMs : row[kStatMeanDelayMs];
+    }
     row[kStatDelayMs] = delay;
   }
 }
@@ -167,14 +170,16 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepp
 void VecSimulator::write_outputs(std::size_t first_row, std::size_t end_row) {
   const auto at = [](std::size_t index) { return static_cast<std::ptrdiff_t>(index); };
   if (out_.obs) {
-    std::copy(layout_.obs.begin() + at(first_row * kObsDim), layout_.obs.begin() + at(end_row * kObsDim),
-              out_.obs + first_row * kObsDim);
+    std::copy(layout_.obs.begin() + at(first_row * kObsDim),
+              layout_.obs.begin() + at(end_row * kObsDim), out_.obs + first_row * kObsDim);
   }
-  if (out_.columns) {
+  if (out_.columns) {  // column by column: each a run of contiguous writes
     const std::size_t rows = layout_.flow.size();
-    for (std::size_t r = first_row; r < end_row; ++r) {
-      const double* row = layout_.stats.data() + r * kStatColumns;
-      for (std::size_t c = 0; c < kStatColumns; ++c) out_.columns[c * rows + r] = row[c];
+    for (std::size_t c = 0; c < kStatColumns; ++c) {
+      double* column = out_.columns + c * rows;
+      for (std::size_t r = first_row; r < end_row; ++r) {
+        column[r] = layout_.stats[r * kStatColumns + c];
+      }
     }
   }
   if (out_.experts) {
@@ -189,7 +194,7 @@ void VecSimulator::make_workers() {
   if (workers_ && !workers_->usable()) {
     workers_.release();  // a forked child: the parent's threads cannot be joined here
   }
-  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(chunks_per_thread_),
+  workers_ = std::make_unique<StepWorkers>(threads_, static_cast<int>(chunks_per_thread_),
                                            [this](int chunk) { step_chunk(chunk); });
 }
 
