@@ -153,8 +153,10 @@ class SharedLinks:
     def step(self, actions: np.ndarray) -> RowStep:
         """Applies one action per row (-1 keeps the window) and steps every simulation."""
         self._refresh_rows()
-        holding = (self.steps < self.held)[self._row_sim]
-        actions = np.where(holding, _core.HOLD_ACTION, actions).astype(np.int32)
+        holding = self.steps < self.held
+        if holding.any():  # only early in an episode with a random start (start_window)
+            actions = np.where(holding[self._row_sim], _core.HOLD_ACTION, actions)
+        actions = np.ascontiguousarray(actions, dtype=np.int32)
         rows = len(actions)
         obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
         columns = np.empty((_core.STAT_COLUMNS, rows))
