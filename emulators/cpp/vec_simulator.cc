@@ -253,7 +253,9 @@ bool ThreadTuner::start_step(Clock::time_point now) {
   if (steps >= 1 && steps <= 2 * kProbeSteps) probe[steps - 1] = now - last_start;
   if (steps == 2 * kProbeSteps) {
     const auto alone = median(probe.data(), probe.data() + kProbeSteps);
-    parallel = median(probe.data() + kProbeSteps, probe.data() + probe.size()) < alone;
+    const auto threads = median(probe.data() + kProbeSteps, probe.data() + probe.size());
+    parallel = std::chrono::duration<double>(threads).count() <
+               (1 - kThreadsMustSave) * std::chrono::duration<double>(alone).count();
     period = parallel ? kTunePeriodSteps : std::min(2 * period, kMaxTunePeriodSteps);
   }
   last_start = now;

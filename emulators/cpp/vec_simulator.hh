@@ -81,15 +81,18 @@ inline constexpr std::size_t kMinSimsPerChunk = 2;
 // kProbeSteps steps on the caller alone, then kProbeSteps on the threads, and the faster
 // runs until the next probe. A step is timed from its start to the next step's start, so
 // that the caller's own work between steps counts too (a worker spinning for the next step
-// takes a busy core from it), and the lower median wins: a step that waited for a thread
-// preempted mid-chunk, or a caller that paused between steps to train, decides nothing. The
-// next probe comes kTunePeriodSteps steps later or, each time the caller alone wins again,
+// takes a busy core from it), and the threads win if their median is kThreadsMustSave
+// lower than the caller's alone: a step that waited for a thread preempted mid-chunk, or a
+// caller that paused between steps to train, decides nothing, and where both are about as
+// fast (a busy machine) the caller runs alone, since the default must never be slower than
+// one thread. The next probe comes kTunePeriodSteps steps later or, each time the caller alone wins again,
 // twice as late, up to kMaxTunePeriodSteps: where the threads do not pay, probing them costs
 // little. Only the wall-clock time of the steps is read, to choose; the results are the
 // same either way (the simulations never read a clock).
 inline constexpr uint64_t kTunePeriodSteps = 2048;
 inline constexpr uint64_t kMaxTunePeriodSteps = 65536;
 inline constexpr uint64_t kProbeSteps = 32;
+inline constexpr double kThreadsMustSave = 0.05;
 
 struct ThreadTuner {
   using Clock = std::chrono::steady_clock;

@@ -235,6 +235,8 @@ TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileTheCallerAloneWins) {
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
+  // About as fast (within kThreadsMustSave): the caller alone.
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 2 * kTunePeriodSteps));
 }
 
 }  // namespace
