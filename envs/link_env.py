@@ -266,6 +266,37 @@ def step_reward(delivered: Any, delay_ms: Any, rate_mbps: Any, propagation_ms: A
     return throughput_weight * throughput_term - delay_weight * delay_term
 
 
+class RowRewards:
+    """step_reward of many rows (learned flows) at once, from a VecSimulator step's
+    statistics by column, whose STAT_DELIVERED_MBPS and STAT_DELAY_MS are delivered_mbps and
+    step_delay_ms computed in C++. Its per-row constants are computed once per reset and
+    both logarithms are one numpy call on contiguous arrays: five array operations a step
+    rather than seventeen, on the vector envs' serial path. Each value goes through
+    step_reward's operations, so the rewards are the same bits."""
+
+    def __init__(self, rate_mbps: np.ndarray, propagation_ms: np.ndarray,
+                 config: EnvConfig) -> None:
+        rate_mbps = np.asarray(rate_mbps, dtype=np.float64)
+        self._floor = np.stack([THROUGHPUT_FLOOR * rate_mbps,
+                                np.full(len(rate_mbps), DELAY_FLOOR_MS)])
+        self._scale = np.stack([rate_mbps, np.maximum(propagation_ms, DELAY_FLOOR_MS)])
+        self._weights = np.stack([np.full(len(rate_mbps), config.throughput_weight),
+                                  np.full(len(rate_mbps), config.delay_weight)])
+
+    def __call__(self, columns: np.ndarray) -> np.ndarray:
+        """Each row's reward, from the step's statistics (STAT_COLUMNS, rows)."""
+        terms = np.maximum(columns[_MEASURED], self._floor)  # (2, rows): throughput, delay
+        terms /= self._scale
+        np.log(terms, out=terms)
+        terms *= self._weights
+        return np.subtract(terms[0], terms[1])
+
+
+# RowRewards reads both measured statistics as one (2, rows) view.
+assert _core.STAT_DELAY_MS == _core.STAT_DELIVERED_MBPS + 1
+_MEASURED = slice(_core.STAT_DELIVERED_MBPS, _core.STAT_DELAY_MS + 1)
+
+
 # ---------------------------------------------------------------- the environment
 
 class LinkEnv(gym.Env[np.ndarray, np.int64]):

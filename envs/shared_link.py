@@ -44,9 +44,9 @@ from ccgym.emulators import _core
 from ccgym.envs.competitors import SELF, Scenario, draw_scenario, parse_entry
 from ccgym.emulators.link_facts import mean_rate_mbps
 from ccgym.emulators.links import Link
-from ccgym.envs.link_env import (EnvConfig, check_render_mode, delivered_mbps, draw_episode,
-                                 link_profile, observation_space, resolve_env_links,
-                                 start_window, step_delay_ms, step_reward)
+from ccgym.envs.link_env import (EnvConfig, RowRewards, check_render_mode, delivered_mbps,
+                                 draw_episode, link_profile, observation_space,
+                                 resolve_env_links, start_window)
 from ccgym.oracle.ideal import ConstantIdealWindow, TraceIdealWindow
 from ccgym.oracle.shared import fair_windows
 
@@ -104,9 +104,8 @@ class SharedLinks:
         self.link_index = np.zeros(num_sims, dtype=np.int64)
         self.begin_ms = np.zeros(num_sims)   # each simulation's clock at its first step
         self._reset: set[int] = set()
-        self._begins = [0] * (num_sims + 1)  # row offsets as of the last refresh
         self._row_sim = np.zeros(0, dtype=np.int64)
-        self._rate = self._propagation = self._previous_delay = np.zeros(0)
+        self._rewards = RowRewards(np.zeros(0), np.zeros(0), config)
         self._constant_ideal = np.zeros(num_sims)
         self._varying_ideal: list[tuple[TraceIdealWindow, np.ndarray]] = []  # (window, its sims)
 
@@ -148,25 +147,23 @@ class SharedLinks:
     def first_step(self) -> RowStep:
         """The rows as they are after reset: observations, no reward, nothing delivered."""
         self._refresh_rows()
-        stats = self.vec.stats()
         zeros = np.zeros(self.num_rows)
-        return self._row_step(self.vec.observations(), zeros, zeros, self._previous_delay.copy(),
-                              stats)
+        return self._row_step(self.vec.observations(), zeros, zeros, self.vec.stats().T)
 
     def step(self, actions: np.ndarray) -> RowStep:
         """Applies one action per row (-1 keeps the window) and steps every simulation."""
         self._refresh_rows()
-        holding = (self.steps < self.held)[self._row_sim]
-        actions = np.where(holding, _core.HOLD_ACTION, actions).astype(np.int32)
-        self.vec.step(actions)
+        holding = self.steps < self.held
+        if holding.any():  # only early in an episode with a random start (start_window)
+            actions = np.where(holding[self._row_sim], _core.HOLD_ACTION, actions)
+        actions = np.ascontiguousarray(actions, dtype=np.int32)
+        rows = len(actions)
+        obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
+        columns = np.empty((_core.STAT_COLUMNS, rows))
+        self.vec.step(actions, obs, columns)
         self.steps += 1
-        stats = self.vec.stats()
-        delivered = delivered_mbps(stats[:, _core.STAT_DELIVERED_BYTES])
-        delay = step_delay_ms(stats[:, _core.STAT_MEAN_DELAY_MS], self._previous_delay)
-        self._previous_delay = delay
-        reward = step_reward(delivered, delay, self._rate, self._propagation,
-                             self.config.throughput_weight, self.config.delay_weight)
-        return self._row_step(self.vec.observations(), reward, delivered, delay, stats)
+        return self._row_step(obs, self._rewards(columns),
+                              columns[_core.STAT_DELIVERED_MBPS], columns)
 
     def expert_windows(self) -> np.ndarray:
         """Each row's expert window now (oracle/shared.py), from the last step's statistics."""
@@ -205,36 +202,31 @@ class SharedLinks:
                 self._varying_ideal.append((window, sims))
 
     def _row_step(self, obs: np.ndarray, reward: np.ndarray, delivered: np.ndarray,
-                  delay: np.ndarray, stats: np.ndarray) -> RowStep:
-        active_flows = stats[:, _core.STAT_ACTIVE_FLOWS]
-        capacity = delivered_mbps(stats[:, _core.STAT_CAPACITY_BYTES])
-        return RowStep(obs, reward, delivered, delay, stats[:, _core.STAT_WINDOW],
-                       stats[:, _core.STAT_ACTIVE] > 0, active_flows, capacity,
+                  columns: np.ndarray) -> RowStep:
+        """columns: the statistics (STAT_COLUMNS, rows)."""
+        active_flows = columns[_core.STAT_ACTIVE_FLOWS]
+        capacity = delivered_mbps(columns[_core.STAT_CAPACITY_BYTES])
+        return RowStep(obs, reward, delivered, columns[_core.STAT_DELAY_MS],
+                       columns[_core.STAT_WINDOW],
+                       columns[_core.STAT_ACTIVE] > 0, active_flows, capacity,
                        capacity / np.maximum(active_flows, 1),
                        self.steps >= self.config.episode_steps)
 
     def _refresh_rows(self) -> None:
-        """Per-row link facts after resets; rows of simulations not reset keep their delay."""
+        """Per-row link facts after resets (the C++ core keeps each row's delay)."""
         if not self._reset:
             return
-        old_begin = self._begins
         begins = [self.row_begin(i) for i in range(self.num_sims + 1)]
-        row_sim, rate, propagation, previous = [], [], [], []
+        row_sim, rate, propagation = [], [], []
         for i in range(self.num_sims):
             n = begins[i + 1] - begins[i]
             p = self.episode(i)[0]
             row_sim += [i] * n
             rate += [p.rate_mbps] * n
             propagation += [p.delay_ms] * n
-            if i in self._reset:
-                previous += [p.delay_ms] * n
-            else:
-                previous += self._previous_delay[old_begin[i]:old_begin[i + 1]].tolist()
-        self._begins = begins
         self._group_ideal_windows()
         self._row_sim = np.array(row_sim, dtype=np.int64)
-        self._rate, self._propagation = np.array(rate), np.array(propagation)
-        self._previous_delay = np.array(previous)
+        self._rewards = RowRewards(np.array(rate), np.array(propagation), self.config)
         self._reset.clear()
 
 

@@ -30,7 +30,14 @@ next step call starts the new episodes instead of stepping: it ignores its actio
 their first observations with reward 0 and neither flag set.
 
 infos is a dict of arrays (N,): ideal_window, expert_action, window, link (names, object),
-delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True).
+delivered_mbps, delay_ms; each with gymnasium's "_key" mask (all True). window,
+delivered_mbps and delay_ms are rows of one (STAT_COLUMNS, N) array: fresh arrays every
+step, built with as few numpy calls as can be.
+
+A step's Python is the part that more threads do not speed up, so it is kept short: the C++
+step's threads write the observations, statistics (with the delivered rate and the delay)
+and expert actions straight into the step's arrays; Python adds the rewards' logarithms
+(RowRewards) and the info dict.
 """
 
 from __future__ import annotations
@@ -45,11 +52,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import (EnvConfig, LinkProfile, check_render_mode,
-                                 delivered_mbps, draw_episode, link_profile,
-                                 observation_space, resolve_env_links, start_window,
-                                 step_delay_ms, step_reward)
+from ccgym.envs.link_env import (EnvConfig, LinkProfile, RowRewards, check_render_mode,
+                                 draw_episode, link_profile, observation_space,
+                                 resolve_env_links, start_window)
+from ccgym.oracle.ideal import ConstantIdealWindow
 
+INFO_KEYS = ("ideal_window", "expert_action", "window", "link", "delivered_mbps", "delay_ms")
+MASK_KEYS = tuple(f"_{key}" for key in INFO_KEYS)
 
 
 class VecLinkEnv(VectorEnv):
@@ -90,12 +99,14 @@ class VecLinkEnv(VectorEnv):
         self._profiles: list[LinkProfile | None] = [None] * num_envs
         self._unique: list[LinkProfile] | None = None  # see _unique_profiles
         self._profile_index = np.zeros(num_envs, dtype=np.int64)
+        self._constant_ideal: np.ndarray | None = None  # see _unique_profiles
         self._names = np.full(num_envs, "", dtype=object)
         self._rate = np.ones(num_envs)
         self._propagation = np.zeros(num_envs)
-        self._previous_delay = np.zeros(num_envs)
+        self._rewards = RowRewards(self._rate, self._propagation, self.config)
         self._steps = 0
         self._held_steps = np.zeros(num_envs, dtype=np.int64)  # see start_window
+        self._hold_until = 0  # no slot holds its window from this step on
         self._all = np.ones(num_envs, dtype=bool)
         self._expert = np.full(num_envs, _core.HOLD_ACTION, dtype=np.int64)
         self._reset_next = False  # NEXT_STEP: the episodes ended; the next step starts new ones
@@ -107,37 +118,35 @@ class VecLinkEnv(VectorEnv):
         for i, s in enumerate(self._seeds(seed)):
             if s is not None or self._rngs[i] is None:
                 self._rngs[i], _ = seeding.np_random(s)
-        for i in range(self.num_envs):
-            self._reset_slot(i)
-        self._steps = 0
-        self._reset_next = False
-        zeros = np.zeros(self.num_envs)
-        return self._vec.observations(), self._infos(zeros, self._previous_delay.copy())
+        self._reset_all()
+        return self._vec.observations(), self._first_infos()
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           dict[str, Any]]:
         if self._reset_next:
-            for i in range(self.num_envs):
-                self._reset_slot(i)
-            self._steps = 0
-            self._reset_next = False
+            self._reset_all()
             zeros, none = np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
-            return (self._vec.observations(), zeros, none, none.copy(),
-                    self._infos(zeros, self._previous_delay.copy()))
-        actions = np.where(self._steps < self._held_steps, _core.HOLD_ACTION, actions)
-        self._vec.step(np.ascontiguousarray(actions, dtype=np.int32))
+            return self._vec.observations(), zeros, none, none.copy(), self._first_infos()
+        if self._steps < self._hold_until:
+            actions = np.where(self._steps < self._held_steps, _core.HOLD_ACTION, actions)
+        n = self.num_envs
+        obs = np.empty((n, _core.OBS_DIM), dtype=np.float32)
+        columns = np.empty((_core.STAT_COLUMNS, n))
+        # The expert labels the observations after the step: the oracle's windows then.
+        ideal = self._ideal_windows(self._vec.now_ms(0) + _core.STEP_MS)
+        self._expert = np.empty(n, dtype=np.int64)
+        self._vec.step(np.ascontiguousarray(actions, dtype=np.int32), obs, columns,
+                       np.asarray(ideal, dtype=np.float64), self._expert)
         self._steps += 1
-        stats = self._vec.stats()
-        delivered = delivered_mbps(stats[:, _core.STAT_DELIVERED_BYTES])
-        delay = step_delay_ms(stats[:, _core.STAT_MEAN_DELAY_MS], self._previous_delay)
-        self._previous_delay = delay
-        rewards = step_reward(delivered, delay, self._rate, self._propagation,
-                              self.config.throughput_weight, self.config.delay_weight)
-        terminated = np.zeros(self.num_envs, dtype=bool)
+        rewards = self._rewards(columns)
+        terminated = np.zeros(n, dtype=bool)
         ended = self._steps >= self.config.episode_steps
-        truncated = np.full(self.num_envs, ended)
-        obs = self._vec.observations()
-        infos = self._infos(delivered, delay, stats[:, _core.STAT_WINDOW])
+        truncated = ~terminated if ended else terminated.copy()
+        infos = self._with_masks({
+            "ideal_window": ideal, "expert_action": self._expert.copy(),
+            "window": columns[_core.STAT_WINDOW], "link": self._names.copy(),
+            "delivered_mbps": columns[_core.STAT_DELIVERED_MBPS],
+            "delay_ms": columns[_core.STAT_DELAY_MS]})
         if ended and self.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP:
             self._reset_next = True
         elif ended:
@@ -162,6 +171,15 @@ class VecLinkEnv(VectorEnv):
             raise ValueError(f"reset: {len(seeds)} seeds for {self.num_envs} environments")
         return seeds
 
+    def _reset_all(self) -> None:
+        """Starts every slot's next episode (all episodes end together)."""
+        for i in range(self.num_envs):
+            self._reset_slot(i)
+        self._steps = 0
+        self._reset_next = False
+        self._hold_until = int(self._held_steps.max())
+        self._rewards = RowRewards(self._rate, self._propagation, self.config)
+
     def _reset_slot(self, i: int) -> None:
         rng = self._rngs[i]
         assert rng is not None  # reset seeds every slot before it resets any
@@ -174,10 +192,10 @@ class VecLinkEnv(VectorEnv):
         self._names[i] = profile.name
         self._rate[i] = profile.rate_mbps
         self._propagation[i] = profile.delay_ms
-        self._previous_delay[i] = profile.delay_ms
 
     def _unique_profiles(self) -> list[LinkProfile]:
-        """The slots' distinct links, each slot's index into them in _profile_index."""
+        """The slots' distinct links, each slot's index into them in _profile_index; and
+        when every one's ideal window is constant, each slot's in _constant_ideal."""
         if self._unique is None:
             index: dict[LinkProfile, int] = {}
             slots = []
@@ -186,35 +204,46 @@ class VecLinkEnv(VectorEnv):
                 slots.append(index.setdefault(p, len(index)))
             self._profile_index = np.array(slots, dtype=np.int64)
             self._unique = list(index)
+            self._constant_ideal = None
+            if all(isinstance(p.ideal, ConstantIdealWindow) for p in self._unique):
+                self._constant_ideal = self._oracle_windows(0.0)
         return self._unique
+
+    def _ideal_windows(self, now_ms: float) -> np.ndarray:
+        """Each slot's oracle window at now_ms."""
+        self._unique_profiles()
+        if self._constant_ideal is not None:
+            return self._constant_ideal.copy()
+        return self._oracle_windows(now_ms)
+
+    def _oracle_windows(self, now_ms: float) -> np.ndarray:
+        # One oracle call per distinct link: nothing per slot in Python on the hot path.
+        assert self._unique is not None
+        return np.array([p.ideal.window(now_ms) for p in self._unique])[self._profile_index]
 
     def _autoreset(self, obs: np.ndarray, infos: dict[str, Any]) -> dict[str, Any]:
         """Every slot's episode ended on this step: start the next ones (SAME_STEP)."""
         final_obs = np.empty(self.num_envs, dtype=object)
         for i in range(self.num_envs):
             final_obs[i] = obs[i]
-        for i in range(self.num_envs):
-            self._reset_slot(i)
-        self._steps = 0
-        fresh = self._infos(np.zeros(self.num_envs), self._previous_delay.copy())
+        self._reset_all()
+        fresh = self._first_infos()
         fresh.update({"final_obs": final_obs, "_final_obs": self._all.copy(),
                       "final_info": infos, "_final_info": self._all.copy()})
         return fresh
 
-    def _infos(self, delivered: np.ndarray, delay: np.ndarray,
-               windows: np.ndarray | None = None) -> dict[str, Any]:
-        if windows is None:
-            windows = self._vec.stats()[:, _core.STAT_WINDOW]
-        now = self._vec.now_ms(0)  # every slot is at the same time (see the module docstring)
-        # One oracle call per distinct link, one C++ call for every slot's expert action:
-        # nothing per slot in Python on the hot path.
-        links = self._unique_profiles()
-        ideal = np.array([p.ideal.window(now) for p in links])[self._profile_index]
+    def _first_infos(self) -> dict[str, Any]:
+        """The infos of the episodes' first observations: nothing delivered yet, the delay
+        that of the link."""
+        ideal = self._ideal_windows(self._vec.now_ms(0))  # every slot is at the same time
         self._expert = self._vec.closest_actions(ideal).astype(np.int64)
-        infos = {"ideal_window": ideal, "expert_action": self._expert.copy(),
-                 "window": np.asarray(windows, dtype=np.float64), "link": self._names.copy(),
-                 "delivered_mbps": np.asarray(delivered, dtype=np.float64),
-                 "delay_ms": np.asarray(delay, dtype=np.float64)}
-        for key in list(infos):
-            infos[f"_{key}"] = self._all.copy()
+        return self._with_masks({
+            "ideal_window": ideal, "expert_action": self._expert.copy(),
+            "window": self._vec.stats()[:, _core.STAT_WINDOW], "link": self._names.copy(),
+            "delivered_mbps": np.zeros(self.num_envs), "delay_ms": self._propagation.copy()})
+
+    def _with_masks(self, infos: dict[str, Any]) -> dict[str, Any]:
+        """infos (INFO_KEYS, in order) with gymnasium's masks: all True."""
+        for key in MASK_KEYS:
+            infos[key] = self._all.copy()
         return infos

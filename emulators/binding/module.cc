@@ -2,6 +2,7 @@
 // the GIL; arrays come back as numpy arrays.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -73,6 +76,26 @@ nb::object fill_rows(nb::object out, std::size_t rows, std::size_t cols, Fill fi
   return out;
 }
 
+// A step's output buffers: written in place, so never converted (a copy would be written).
+template <typename T>
+using Rows2d = nb::ndarray<T, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+template <typename T>
+using Rows1d = nb::ndarray<T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <typename T>
+Rows2d<T>* checked(Rows2d<T>& a, std::size_t rows, std::size_t cols, const char* name) {
+  if (a.shape(0) != rows || a.shape(1) != cols) {
+    throw std::invalid_argument(std::string(name) + " has the wrong shape");
+  }
+  return &a;
+}
+
+template <typename T>
+Rows1d<T>* checked(Rows1d<T>& a, std::size_t rows, const char* name) {
+  if (a.shape(0) != rows) throw std::invalid_argument(std::string(name) + " has the wrong shape");
+  return &a;
+}
+
 std::size_t first_external(VecSimulator& v, std::size_t i) {
   v.sim(i);  // raises for no such simulation, or one never reset
   return v.row_flows()[v.row_begin(i)];
@@ -129,6 +152,8 @@ NB_MODULE(_core, m) {
   m.attr("STAT_GROWTH_CEILING") = kStatGrowthCeiling;
   m.attr("STAT_CLASSIC_FLOWS") = kStatClassicFlows;
   m.attr("STAT_CLASSIC_IN_FLIGHT") = kStatClassicInFlight;
+  m.attr("STAT_DELIVERED_MBPS") = kStatDeliveredMbps;
+  m.attr("STAT_DELAY_MS") = kStatDelayMs;
   m.attr("STAT_COLUMNS") = kStatColumns;
   nb::list actions;
   for (const auto& a : kActions)
@@ -304,12 +329,27 @@ NB_MODULE(_core, m) {
       .def("row_flows", [](VecSimulator& v) { return to_numpy<uint32_t>(v.row_flows()); },
            "Each row's flow index within its simulation.")
       .def("previous_action", &VecSimulator::previous_action, "row"_a)
-      .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions) {
-        if (actions.shape(0) != v.rows()) throw std::invalid_argument("one action per row");
+      .def("step", [](VecSimulator& v, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig> actions,
+                      std::optional<Rows2d<float>> obs, std::optional<Rows2d<double>> columns,
+                      std::optional<Rows1d<const double>> targets,
+                      std::optional<Rows1d<int64_t>> experts) {
+        const std::size_t rows = v.rows();
+        if (actions.shape(0) != rows) throw std::invalid_argument("one action per row");
+        StepOutputs out;
+        if (obs) out.obs = checked(*obs, rows, kObsDim, "obs")->data();
+        if (columns) out.columns = checked(*columns, kStatColumns, rows, "columns")->data();
+        if (targets) out.targets = checked(*targets, rows, "targets")->data();
+        if (experts) out.experts = checked(*experts, rows, "experts")->data();
         nb::gil_scoped_release release;
-        v.step(actions.data());
-      }, "actions"_a, "Applies one action per row (-1: keep the window), then runs every\n"
-                      "simulation 10 ms, on threads, without the GIL.")
+        v.step(actions.data(), out);
+      }, "actions"_a, nb::arg("obs").noconvert() = nb::none(),
+         nb::arg("columns").noconvert() = nb::none(), nb::arg("targets").noconvert() = nb::none(),
+         nb::arg("experts").noconvert() = nb::none(),
+         "Applies one action per row (-1: keep the window), then runs every simulation\n"
+         "10 ms, on threads, without the GIL. The step's threads also write what is given:\n"
+         "obs (as observations()), columns (STAT_COLUMNS x rows: stats() transposed, each\n"
+         "statistic contiguous) and, for a target window per row, experts (int64: as\n"
+         "closest_actions(targets) would after the step).")
       .def("observations", [](VecSimulator& v, nb::object out) {
         return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
       }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.",

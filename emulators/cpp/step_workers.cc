@@ -36,13 +36,9 @@ StepWorkers::StepWorkers(int threads, int chunks_per_thread, std::function<void(
     : threads_(threads < 1 ? 1 : threads),
       per_thread_(chunks_per_thread < 1 ? 1 : chunks_per_thread),
       work_(std::move(work)),
-      owner_(getpid()) {
-  const auto chunks = static_cast<std::size_t>(threads_ * per_thread_);
-  claim_words_ = std::make_unique<std::atomic<uint32_t>[]>(chunks);
-  for (std::size_t c = 0; c < chunks; ++c) {
-    claim_words_[c].store(0, std::memory_order_relaxed);
-    claims_.push_back(&claim_words_[c]);
-  }
+      owner_(getpid()),
+      claims_(std::make_unique<Claim[]>(static_cast<std::size_t>(threads_ * per_thread_))),
+      chunks_(threads_ * per_thread_) {
   threads_list_.reserve(static_cast<std::size_t>(threads_ - 1));
   for (int t = 1; t < threads_; ++t) threads_list_.emplace_back([this, t] { loop(t); });
 }
@@ -62,23 +58,36 @@ StepWorkers::~StepWorkers() {
 
 bool StepWorkers::usable() const { return getpid() == owner_; }
 
-bool StepWorkers::claim(int chunk, uint32_t generation) {
+bool StepWorkers::run_chunk(int chunk, uint32_t generation) {
   // Every chunk was claimed in the previous generation (run() waits for them all), so the
   // first claim of this one finds generation - 1; a worker that woke a generation late
-  // finds a newer value and takes nothing.
+  // finds a newer value and takes nothing. A claim already taken is seen by a read, which
+  // leaves the line shared, before an exchange that would take it.
+  std::atomic<uint32_t>& claim = claims_[static_cast<std::size_t>(chunk)].generation;
   uint32_t expected = generation - 1;
-  return claims_[static_cast<std::size_t>(chunk)]->compare_exchange_strong(
-      expected, generation, std::memory_order_acq_rel, std::memory_order_relaxed);
+  if (claim.load(std::memory_order_relaxed) != expected ||
+      !claim.compare_exchange_strong(expected, generation, std::memory_order_acq_rel,
+                                     std::memory_order_relaxed)) {
+    return false;
+  }
+  work_(chunk);
+  return true;
 }
 
 void StepWorkers::work_through(int thread, uint32_t generation) {
-  const int chunks = this->chunks();
+  int ran = 0;
   const int own = thread * per_thread_;
-  for (int k = 0; k < chunks; ++k) {
-    const int c = (own + k) % chunks;  // its own chunks first, then the next thread's
-    if (!claim(c, generation)) continue;
-    work_(c);
-    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
+  for (int k = 0; k < per_thread_; ++k) ran += run_chunk(own + k, generation);
+  count_done(ran);  // before looking for more: the caller may be waiting for these
+  for (int t = 1; t < threads_; ++t) {  // then the next threads', each from its end
+    const int first = (thread + t) % threads_ * per_thread_;
+    for (int k = per_thread_ - 1; k >= 0; --k) count_done(run_chunk(first + k, generation));
+  }
+}
+
+void StepWorkers::count_done(int ran) {
+  if (ran > 0 && done_.fetch_add(ran, std::memory_order_acq_rel) + ran == chunks_) {
+    done_.notify_one();
   }
 }
 

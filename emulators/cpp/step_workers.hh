@@ -6,9 +6,12 @@
 //
 // The chunks are statically owned: thread t runs its own chunks [t*k, (t+1)*k) each call, so
 // a simulation stays on one core and in its cache. A thread that has finished its own takes
-// any chunk not yet begun. So the caller never waits for a worker that is asleep or not
-// scheduled (a busy machine): it runs the worker's chunks itself and waits only for chunks
-// under way, and a call is never much slower than one thread running everything.
+// any chunk not yet begun, from the end of another's range (its owner works from the
+// start: they meet, rather than contend for the same chunks). So the caller never waits for
+// a worker that is asleep or not scheduled (a busy machine): it runs the worker's chunks
+// itself and waits only for chunks under way, and a call is never much slower than one
+// thread running everything. A thread adds the chunks it ran to the shared count once for
+// its own and once for each it took: in most calls, one write to that word per thread.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -30,7 +33,7 @@ class StepWorkers {
   StepWorkers& operator=(const StepWorkers&) = delete;
 
   int threads() const { return threads_; }
-  int chunks() const { return static_cast<int>(claims_.size()); }
+  int chunks() const { return chunks_; }
   // Runs work(c) once for every chunk c; returns when all are done. One caller at a time.
   void run();
   // False in a child forked after the threads started: they do not exist there.
@@ -40,7 +43,16 @@ class StepWorkers {
   void loop(int thread);
   // Runs every chunk of this generation it can claim, its own first.
   void work_through(int thread, uint32_t generation);
-  bool claim(int chunk, uint32_t generation);
+  // Claims chunk c for this generation and runs it; false if another thread had it.
+  bool run_chunk(int chunk, uint32_t generation);
+  // Adds chunks run to done_, waking the caller if they were the last.
+  void count_done(int ran);
+
+  // A claim word on a cache line of its own: a thread claiming its own chunks does not
+  // take the line from another that is reading its neighbours' claims.
+  struct alignas(64) Claim {
+    std::atomic<uint32_t> generation{0};  // the generation that last claimed the chunk
+  };
 
   int threads_;
   int per_thread_;
@@ -50,9 +62,8 @@ class StepWorkers {
   std::atomic<uint32_t> generation_{0};  // bumped once per run(); 32 bits: a futex word
   std::atomic<int> done_{0};             // chunks of this run done
   std::atomic<bool> stop_{false};
-  // claims_[c]: the generation that last claimed chunk c.
-  std::unique_ptr<std::atomic<uint32_t>[]> claim_words_;
-  std::vector<std::atomic<uint32_t>*> claims_;
+  std::unique_ptr<Claim[]> claims_;
+  int chunks_;
 };
 
 }  // namespace ccgym

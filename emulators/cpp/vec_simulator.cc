@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -34,7 +35,8 @@ void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, 
 void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                                const std::vector<FlowSpec>& flows, double window) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
-  auto sim = std::make_unique<Simulator>(parse_link_spec(link), flows, seed, /*record_log=*/false);
+  const LinkSpec spec = parse_link_spec(link);
+  auto sim = std::make_unique<Simulator>(spec, flows, seed, /*record_log=*/false);
   SimRows rows;
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (!sim->external(f)) continue;
@@ -43,6 +45,7 @@ void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t 
   }
   if (rows.flows.empty()) throw std::invalid_argument("a simulation needs an external flow");
   rows.previous.assign(rows.flows.size(), kHoldAction);
+  rows.delay.assign(rows.flows.size(), spec.delay_ms);
   // The slices balance flows: a simulation with more or fewer of them redraws them.
   dirty_ = dirty_ || !sims_[i] || rows.flows != rows_[i].flows ||
            sims_[i]->num_flows() != sim->num_flows();
@@ -96,7 +99,10 @@ void VecSimulator::rebuild_layout() {
                                     : default_threads(flows);
   threads_ = std::max(1, threads_);
   // Contiguous chunks with about equal numbers of flows: a flow's packets are the work.
-  const std::size_t chunks = static_cast<std::size_t>(threads_) * kChunksPerThread;
+  const auto threads = static_cast<std::size_t>(threads_);
+  chunks_per_thread_ =
+      std::clamp<std::size_t>(n / (threads * kMinSimsPerChunk), 1, kChunksPerThread);
+  const std::size_t chunks = threads * chunks_per_thread_;
   l.slice.assign(1, 0);
   std::size_t done = 0;
   for (std::size_t part = 1; part < chunks; ++part) {
@@ -106,7 +112,10 @@ void VecSimulator::rebuild_layout() {
     l.slice.push_back(i);
   }
   l.slice.push_back(n);
-  if (!workers_ || workers_->threads() != threads_ || !workers_->usable()) make_workers();
+  if (!workers_ || workers_->threads() != threads_ || !workers_->usable() ||
+      workers_->chunks() != static_cast<int>(chunks)) {
+    make_workers();
+  }
   tuner_ = ThreadTuner{};
   tuner_.adaptive = requested_threads_ == 0 && threads_ > 1;
   dirty_ = false;
@@ -120,7 +129,7 @@ int VecSimulator::previous_action(std::size_t row) {
   return rows_[i].previous[row - l.begin[i]];
 }
 
-void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
+void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepped) {
   Simulator& s = *sims_[i];
   const double active_flows = static_cast<double>(s.active_flows());
   double classic_flows = 0, classic_in_flight = 0;
@@ -149,6 +158,35 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes) {
     row[kStatGrowthCeiling] = growth_ceiling(sender.features(), *s.external(f));
     row[kStatClassicFlows] = classic_flows;
     row[kStatClassicInFlight] = classic_in_flight;
+    row[kStatDeliveredMbps] = st.delivered_bytes * kBitsPerByte / kStepMs / kBitsPerKbit;
+    double& delay = rows_[i].delay[r - first];
+    if (stepped) {
+      delay = std::isnan(row[kStatMeanDelayMs]) ? delay + kStepMs : row[kStatMeanDelayMs];
+    }
+    row[kStatDelayMs] = delay;
+  }
+}
+
+void VecSimulator::write_outputs(std::size_t first_row, std::size_t end_row) {
+  const auto at = [](std::size_t index) { return static_cast<std::ptrdiff_t>(index); };
+  if (out_.obs) {
+    std::copy(layout_.obs.begin() + at(first_row * kObsDim),
+              layout_.obs.begin() + at(end_row * kObsDim), out_.obs + first_row * kObsDim);
+  }
+  if (out_.columns) {  // column by column: each a run of contiguous writes
+    const std::size_t rows = layout_.flow.size();
+    for (std::size_t c = 0; c < kStatColumns; ++c) {
+      double* column = out_.columns + c * rows;
+      for (std::size_t r = first_row; r < end_row; ++r) {
+        column[r] = layout_.stats[r * kStatColumns + c];
+      }
+    }
+  }
+  if (out_.experts) {
+    for (std::size_t r = first_row; r < end_row; ++r) {
+      const double* row = layout_.stats.data() + r * kStatColumns;
+      out_.experts[r] = closest_action(row[kStatWindow], out_.targets[r], row[kStatGrowthCeiling]);
+    }
   }
 }
 
@@ -156,7 +194,7 @@ void VecSimulator::make_workers() {
   if (workers_ && !workers_->usable()) {
     workers_.release();  // a forked child: the parent's threads cannot be joined here
   }
-  workers_ = std::make_unique<StepWorkers>(static_cast<int>(threads_), static_cast<int>(kChunksPerThread),
+  workers_ = std::make_unique<StepWorkers>(threads_, static_cast<int>(chunks_per_thread_),
                                            [this](int chunk) { step_chunk(chunk); });
 }
 
@@ -174,48 +212,58 @@ void VecSimulator::step_chunk(int part) {
     }
     const uint64_t before = s.data_direction().opportunity_count();
     s.run_until(s.now_ms() + kStepMs);
-    record_sim(i, (s.data_direction().opportunity_count() - before) * kOpportunityBytes);
+    record_sim(i, (s.data_direction().opportunity_count() - before) * kOpportunityBytes, true);
     stale_[i] = 0;
   }
+  write_outputs(layout_.begin[layout_.slice[p]], layout_.begin[layout_.slice[p + 1]]);
 }
 
-void VecSimulator::step(const int32_t* actions) {
+void VecSimulator::step(const int32_t* actions, const StepOutputs& out) {
   Layout& l = layout();
   for (std::size_t r = 0; r < l.flow.size(); ++r) {
     if (actions[r] >= kNumActions) throw std::invalid_argument("action out of range");
   }
+  if (out.experts && !out.targets) throw std::invalid_argument("experts need targets");
   if (!workers_->usable()) make_workers();  // a forked child: threads of its own
   actions_ = actions;
-  if (threads_ == 1 || !tuner_.parallel_next()) {
+  out_ = out;
+  if (threads_ == 1 || !tuner_.start_step(ThreadTuner::Clock::now())) {
     // On the caller alone: the same chunks in the same order, so the same results.
-    const auto start = std::chrono::steady_clock::now();
     for (int c = 0; c < workers_->chunks(); ++c) step_chunk(c);
-    tuner_.record(false, std::chrono::steady_clock::now() - start);
   } else {
-    const auto start = std::chrono::steady_clock::now();
     workers_->run();
-    tuner_.record(true, std::chrono::steady_clock::now() - start);
   }
   actions_ = nullptr;
+  out_ = {};
 }
 
-bool ThreadTuner::parallel_next() const {
+namespace {
+
+ThreadTuner::Clock::duration median(ThreadTuner::Clock::duration* first,
+                                    ThreadTuner::Clock::duration* last) {
+  auto* middle = first + (last - first) / 2;
+  std::nth_element(first, middle, last);
+  return *middle;
+}
+
+}  // namespace
+
+bool ThreadTuner::start_step(Clock::time_point now) {
   if (!adaptive) return true;
-  const uint64_t phase = steps % kTunePeriodSteps;
-  if (phase < kProbeSteps) return false;
-  if (phase < 2 * kProbeSteps) return true;
-  return parallel;
-}
-
-void ThreadTuner::record(bool was_parallel, std::chrono::steady_clock::duration took) {
-  if (!adaptive) return;
-  const uint64_t phase = steps++ % kTunePeriodSteps;
-  if (phase >= 2 * kProbeSteps) return;
-  (was_parallel ? parallel_time : serial_time) += took;
-  if (phase + 1 == 2 * kProbeSteps) {
-    parallel = parallel_time < serial_time;
-    parallel_time = serial_time = {};
+  if (steps >= 1 && steps <= 2 * kProbeSteps) probe[steps - 1] = now - last_start;
+  if (steps == 2 * kProbeSteps) {
+    const auto alone = median(probe.data(), probe.data() + kProbeSteps);
+    const auto threads = median(probe.data() + kProbeSteps, probe.data() + probe.size());
+    parallel = std::chrono::duration<double>(threads).count() <
+               (1 - kThreadsMustSave) * std::chrono::duration<double>(alone).count();
+    period = parallel ? kTunePeriodSteps : std::min(2 * period, kMaxTunePeriodSteps);
   }
+  last_start = now;
+  const uint64_t step = steps;
+  steps = steps + 1 == period ? 0 : steps + 1;
+  if (step < kProbeSteps) return false;
+  if (step < 2 * kProbeSteps) return true;
+  return parallel;
 }
 
 // Simulations reset since the last step have not been recorded: their first observation,
@@ -224,7 +272,7 @@ void VecSimulator::record_stale() {
   layout();
   for (std::size_t i = 0; i < sims_.size(); ++i) {
     if (!stale_[i]) continue;
-    record_sim(i, 0);
+    record_sim(i, 0, false);
     stale_[i] = 0;
   }
 }

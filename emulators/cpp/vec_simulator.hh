@@ -7,8 +7,12 @@
 //
 // Stepping scales with cores: worker threads live as long as the VecSimulator, each owns
 // fixed chunks of the simulations (balanced by their flows), and a step costs one hand-off
-// (step_workers.hh). Buffers are sized at reset, never per step.
+// (step_workers.hh). Buffers are sized at reset, never per step. What a step's caller does
+// between steps is the part that more threads cannot speed up, so the threads also write the
+// step's results where the caller wants them (StepOutputs) and compute what the envs would
+// otherwise compute after the step: the delivered rate, the step's delay, the expert action.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +31,12 @@ namespace ccgym {
 // simulation send then (classic ones included), the bytes the link could carry during the
 // step (its delivery opportunities), the flow's growth ceiling (actions.hh) now, and of its
 // simulation's classic (not external) flows sending now: how many, and their mean packets in
-// flight (0 if none) - what the shared-link expert (oracle/shared.py) matches.
+// flight (0 if none) - what the shared-link expert (oracle/shared.py) matches. The last two
+// are what the envs report and reward (envs/link_env.py's delivered_mbps and step_delay_ms,
+// the same operations in the same order, so the same bits): the delivered rate (Mbit/s over
+// the step) and the step's delay (ms): the mean of the step's arrivals, else the last step's
+// plus kStepMs, from the link's propagation delay at reset. Both are computed on the step's
+// threads, not after the step on the caller's.
 inline constexpr std::size_t kStatDeliveredBytes = 0;
 inline constexpr std::size_t kStatMeanDelayMs = 1;
 inline constexpr std::size_t kStatWindow = 2;
@@ -37,32 +46,64 @@ inline constexpr std::size_t kStatCapacityBytes = 5;
 inline constexpr std::size_t kStatGrowthCeiling = 6;
 inline constexpr std::size_t kStatClassicFlows = 7;
 inline constexpr std::size_t kStatClassicInFlight = 8;
-inline constexpr std::size_t kStatColumns = 9;
+inline constexpr std::size_t kStatDeliveredMbps = 9;
+inline constexpr std::size_t kStatDelayMs = 10;
+inline constexpr std::size_t kStatColumns = 11;
+
+// Bytes over a step to Mbit/s, as envs/link_env.py's delivered_mbps: bytes x 8 / ms / 1000.
+inline constexpr double kBitsPerByte = 8;
+inline constexpr double kBitsPerKbit = 1000;
+
+// Where a step also writes its results, besides the buffers that observations() and
+// stats() copy from: each thread writes its own rows, so the caller copies nothing after
+// the step. The statistics come by column, each a contiguous array (what numpy reads
+// fastest). Every pointer may be null (nothing written); experts needs targets.
+struct StepOutputs {
+  float* obs = nullptr;              // rows() x kObsDim, as observations()
+  double* columns = nullptr;         // kStatColumns x rows(): stats() transposed
+  const double* targets = nullptr;   // rows(): a window per row, read
+  int64_t* experts = nullptr;        // rows(): closest_actions(targets), as it would after
+};
 
 // The default number of threads spreads at least this many flows onto each: below it a
 // step is so short that the hand-off between threads costs more than it saves
 // (benchmarks/bench_env.py).
 inline constexpr std::size_t kMinFlowsPerThread = 24;
 // Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
-// machine) leaves only part of its share to the others.
-inline constexpr std::size_t kChunksPerThread = 4;
+// machine) leaves only part of its share to the others, and at the step's end one waits for
+// the other's last chunk, which is short; but at least kMinSimsPerChunk simulations each.
+inline constexpr std::size_t kChunksPerThread = 16;
+inline constexpr std::size_t kMinSimsPerChunk = 2;
 
 // With the default thread count, whether a step runs on the threads or on the caller alone
 // is measured, not assumed: on a machine whose cores are busy with other work a thread may
-// be preempted inside its chunk, and every step then waits for it. Every kTunePeriodSteps
-// steps, kProbeSteps run on the caller alone, kProbeSteps on the threads, and the faster
-// runs until the next probe. Only the wall-clock time of the steps is read, to choose; the
-// results are the same either way (the simulations never read a clock).
+// be preempted inside its chunk, and every step then waits for it. Each probe runs
+// kProbeSteps steps on the caller alone, then kProbeSteps on the threads, and the faster
+// runs until the next probe. A step is timed from its start to the next step's start, so
+// that the caller's own work between steps counts too (a worker spinning for the next step
+// takes a busy core from it), and the threads win if their median is kThreadsMustSave
+// lower than the caller's alone: a step that waited for a thread preempted mid-chunk, or a
+// caller that paused between steps to train, decides nothing, and where both are about as
+// fast (a busy machine) the caller runs alone, since the default must never be slower than
+// one thread. The next probe comes kTunePeriodSteps steps later or, each time the caller alone wins again,
+// twice as late, up to kMaxTunePeriodSteps: where the threads do not pay, probing them costs
+// little. Only the wall-clock time of the steps is read, to choose; the results are the
+// same either way (the simulations never read a clock).
 inline constexpr uint64_t kTunePeriodSteps = 2048;
+inline constexpr uint64_t kMaxTunePeriodSteps = 65536;
 inline constexpr uint64_t kProbeSteps = 32;
+inline constexpr double kThreadsMustSave = 0.05;
 
 struct ThreadTuner {
+  using Clock = std::chrono::steady_clock;
   bool adaptive = false;  // off: always on the threads
   bool parallel = true;   // the choice of the last probe
-  uint64_t steps = 0;
-  std::chrono::steady_clock::duration serial_time{}, parallel_time{};
-  bool parallel_next() const;
-  void record(bool was_parallel, std::chrono::steady_clock::duration took);
+  uint64_t steps = 0;     // steps begun in this period
+  uint64_t period = kTunePeriodSteps;
+  std::array<Clock::duration, 2 * kProbeSteps> probe{};  // on the caller, then on the threads
+  Clock::time_point last_start{};
+  // At the start of a step: times the previous one, then says where this one runs.
+  bool start_step(Clock::time_point now);
 };
 
 class VecSimulator {
@@ -96,8 +137,8 @@ class VecSimulator {
   const std::vector<uint32_t>& row_flows();
 
   // Applies actions[r] to row r's flow (-1 leaves its window), then runs every simulation
-  // kStepMs further, each from its own clock.
-  void step(const int32_t* actions);
+  // kStepMs further, each from its own clock; writes the results to `out` too.
+  void step(const int32_t* actions, const StepOutputs& out = {});
   // The last action applied to row r's flow (kHoldAction since its reset).
   int previous_action(std::size_t row);
   // rows() x kObsDim observations, written to out.
@@ -117,6 +158,7 @@ class VecSimulator {
   struct SimRows {
     std::vector<uint32_t> flows;  // the simulation's external flows
     std::vector<int> previous;    // the last action applied to each
+    std::vector<double> delay;    // each one's last step's delay (kStatDelayMs)
   };
   struct Layout {
     std::vector<std::size_t> begin;  // size() + 1 row offsets
@@ -129,7 +171,9 @@ class VecSimulator {
   void rebuild_layout();
   void step_chunk(int chunk);
   void make_workers();
-  void record_sim(std::size_t i, uint64_t capacity_bytes);
+  // stepped: after a step (the delays move on), else after a reset (capacity 0).
+  void record_sim(std::size_t i, uint64_t capacity_bytes, bool stepped);
+  void write_outputs(std::size_t first_row, std::size_t end_row);
   void record_stale();
 
   std::vector<std::unique_ptr<Simulator>> sims_;
@@ -138,8 +182,10 @@ class VecSimulator {
   Layout layout_;
   bool dirty_ = true;  // a reset changed the rows
   const int32_t* actions_ = nullptr;  // of the step under way
+  StepOutputs out_;                   // of the step under way
   int requested_threads_;
   int threads_ = 1;
+  std::size_t chunks_per_thread_ = 1;
   std::unique_ptr<StepWorkers> workers_;
   ThreadTuner tuner_;
 };

@@ -84,8 +84,7 @@ TEST(VecSimulator, RowsAreTheExternalFlowsInSimulationOrder) {
   EXPECT_THROW(vec.reset_flows(0, kLink, 1, {flow("cubic")}, 10), std::invalid_argument);
 }
 
-TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
-  const std::size_t n = 9;  // slices of unequal sizes
+void expect_threads_give_what_one_gives(std::size_t n) {
   VecSimulator one(n, 1), three(n, 3);
   reset_shared(one);
   reset_shared(three);
@@ -111,6 +110,11 @@ TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
       }
     }
   }
+}
+
+TEST(VecSimulator, ThreadsGiveWhatOneThreadGivesStepByStep) {
+  expect_threads_give_what_one_gives(9);   // one chunk per thread, slices of unequal sizes
+  expect_threads_give_what_one_gives(40);  // several per thread, taken from each other
 }
 
 TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
@@ -198,6 +202,41 @@ TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
   vec.reset(0, kLink, 1, 10);
   const int32_t too_big = kNumActions;
   EXPECT_THROW(vec.step(&too_big), std::invalid_argument);
+}
+
+
+// Feeds the tuner steps that take `alone` on the caller and `threads` on the threads, one
+// of those on the threads a second longer (a preempted thread, a caller that paused to
+// train); returns where the steps after the probe run and the period they run for.
+std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alone,
+                               std::chrono::microseconds threads) {
+  auto now = tuner.last_start;
+  std::vector<bool> where;
+  do {  // one period: to the next probe
+    const std::size_t step = where.size();
+    where.push_back(tuner.start_step(now));
+    now += where.back() ? threads : alone;
+    if (step == kProbeSteps + 3) now += std::chrono::seconds(1);  // a sum would pick the caller
+  } while (tuner.steps != 0);
+  EXPECT_EQ(where.size(), tuner.period);
+  for (std::size_t step = 2 * kProbeSteps + 1; step < where.size(); ++step) {
+    EXPECT_EQ(where[step], where.back()) << step;  // the choice holds to the next probe
+  }
+  EXPECT_FALSE(where[0]);
+  EXPECT_TRUE(where[kProbeSteps]);
+  return {where.back(), tuner.period};
+}
+
+TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileTheCallerAloneWins) {
+  using std::chrono::microseconds;
+  ThreadTuner tuner;
+  tuner.adaptive = true;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), std::make_pair(true, kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
+  // About as fast (within kThreadsMustSave): the caller alone.
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 2 * kTunePeriodSteps));
 }
 
 }  // namespace

@@ -47,7 +47,9 @@ def test_flows_stepped_in_one_call_match_the_reference_path(threads):
     assert vec.num_rows == len(rows)
     sims = list(dict.fromkeys(sim for sim, _ in rows))
     previous = [_core.HOLD_ACTION] * len(rows)
-    actions = np.random.default_rng(0).integers(-1, _core.NUM_ACTIONS, size=(200, len(rows)))
+    delay = [_core.parse_link_spec(LINK).delay_ms] * len(rows)  # a row's last step's delay
+    rng = np.random.default_rng(0)
+    actions = rng.integers(-1, _core.NUM_ACTIONS, size=(200, len(rows)))
     for step_actions in actions.astype(np.int32):
         for sim in sims:
             sim.clear_step_stats()
@@ -57,8 +59,16 @@ def test_flows_stepped_in_one_call_match_the_reference_path(threads):
                 previous[r] = int(step_actions[r])
         for sim in sims:
             sim.run_until(sim.now_ms + _core.STEP_MS)
-        vec.step(step_actions)
-        obs, stats = vec.observations(), vec.stats()
+        # The step's threads write its results into the caller's arrays, as the
+        # accessors copy them after it; the experts as closest_actions finds them.
+        obs = np.empty((len(rows), _core.OBS_DIM), dtype=np.float32)
+        columns = np.empty((_core.STAT_COLUMNS, len(rows)))
+        targets, experts = rng.uniform(1, 200, size=len(rows)), np.empty(len(rows), np.int64)
+        vec.step(step_actions, obs, columns, targets, experts)
+        stats = vec.stats()
+        np.testing.assert_array_equal(obs, vec.observations())
+        np.testing.assert_array_equal(columns, stats.T)
+        np.testing.assert_array_equal(experts, vec.closest_actions(targets))
         for r, (sim, f) in enumerate(rows):
             np.testing.assert_array_equal(obs[r], sim.observation(previous[r], f))
             st = sim.step_stats(f)
@@ -67,6 +77,10 @@ def test_flows_stepped_in_one_call_match_the_reference_path(threads):
             np.testing.assert_equal(stats[r, _core.STAT_MEAN_DELAY_MS], mean)
             assert stats[r, _core.STAT_WINDOW] == sim.window(f)
             assert stats[r, _core.STAT_GROWTH_CEILING] == sim.growth_ceiling(f)
+            # envs/link_env.py's delivered_mbps and step_delay_ms, to the bit
+            assert stats[r, _core.STAT_DELIVERED_MBPS] == st["delivered_bytes"] * 8 / 10 / 1000
+            delay[r] = delay[r] + _core.STEP_MS if math.isnan(mean) else mean
+            assert stats[r, _core.STAT_DELAY_MS] == delay[r]
 
 
 def test_observations_can_fill_a_buffer_of_the_caller():
@@ -79,6 +93,17 @@ def test_observations_can_fill_a_buffer_of_the_caller():
         vec.observations(np.empty((1, _core.OBS_DIM), dtype=np.float32))
     with pytest.raises(ValueError):
         vec.step(np.zeros(vec.num_rows + 1, dtype=np.int32))
+
+
+def test_a_step_writes_only_into_arrays_it_can_fill():
+    vec = make_vec(1)
+    actions, rows = np.zeros(vec.num_rows, dtype=np.int32), vec.num_rows
+    with pytest.raises(ValueError, match="obs has the wrong shape"):
+        vec.step(actions, np.empty((rows + 1, _core.OBS_DIM), dtype=np.float32))
+    with pytest.raises(ValueError, match="experts need targets"):
+        vec.step(actions, experts=np.empty(rows, dtype=np.int64))
+    with pytest.raises(TypeError):  # a converted copy would be written, not the caller's
+        vec.step(actions, columns=np.empty((_core.STAT_COLUMNS, rows), dtype=np.float32))
 
 
 def test_two_equal_fixed_windows_share_the_link_evenly():

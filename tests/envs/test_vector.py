@@ -39,7 +39,8 @@ def test_matches_single_envs_step_by_step_across_autoresets():
             assert (term, trunc) == (terminated[i], truncated[i])
             if trunc:
                 np.testing.assert_array_equal(infos["final_obs"][i], o)
-                assert infos["final_info"]["window"][i] == info["window"]
+                for key in COMPARED_INFO:  # the ended episode's, not the next one's
+                    assert infos["final_info"][key][i] == info[key], key
                 o, info = env.reset()
                 resets += 1
             np.testing.assert_array_equal(obs[i], o)
