@@ -66,9 +66,10 @@ struct StepOutputs {
 };
 
 // The default number of threads spreads at least this many flows onto each: below it a
-// step is so short that the hand-off between threads costs more than it saves
-// (benchmarks/bench_env.py).
-inline constexpr std::size_t kMinFlowsPerThread = 24;
+// step is so short that the hand-off between threads costs more than it saves. On 2 quiet
+// cores 2 threads already ran 8 single flows 1.14x and 32 1.47x as fast as one
+// (benchmarks/bench_env.py); where the machine is busy the tuner falls back to one.
+inline constexpr std::size_t kMinFlowsPerThread = 4;
 // Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
 // machine) leaves only part of its share to the others, and at the step's end one waits for
 // the other's last chunk, which is short; but at least kMinSimsPerChunk simulations each.
