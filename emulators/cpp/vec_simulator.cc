@@ -254,9 +254,12 @@ bool ThreadTuner::start_step(Clock::time_point now) {
   if (steps == 2 * kProbeSteps) {
     const auto alone = median(probe.data(), probe.data() + kProbeSteps);
     const auto threads = median(probe.data() + kProbeSteps, probe.data() + probe.size());
-    parallel = std::chrono::duration<double>(threads).count() <
-               (1 - kThreadsMustSave) * std::chrono::duration<double>(alone).count();
-    period = parallel ? kTunePeriodSteps : std::min(2 * period, kMaxTunePeriodSteps);
+    const bool faster = std::chrono::duration<double>(threads).count() <
+                        (1 - kThreadsMustSave) * std::chrono::duration<double>(alone).count();
+    const bool again = !faster || (decided && parallel);
+    period = again ? std::min(2 * period, kMaxTunePeriodSteps) : kTunePeriodSteps;
+    parallel = faster;
+    decided = true;
   }
   last_start = now;
   const uint64_t step = steps;

@@ -86,9 +86,10 @@ inline constexpr std::size_t kMinSimsPerChunk = 2;
 // lower than the caller's alone: a step that waited for a thread preempted mid-chunk, or a
 // caller that paused between steps to train, decides nothing, and where both are about as
 // fast (a busy machine) the caller runs alone, since the default must never be slower than
-// one thread. The next probe comes kTunePeriodSteps steps later or, each time the caller alone wins again,
-// twice as late, up to kMaxTunePeriodSteps: where the threads do not pay, probing them costs
-// little. Only the wall-clock time of the steps is read, to choose; the results are the
+// one thread. The next probe comes kTunePeriodSteps steps later or, each time the same side
+// wins again (the caller alone, from its first win), twice as late, up to
+// kMaxTunePeriodSteps: a probe runs kProbeSteps steps on the losing side, so where one side
+// keeps winning, probing costs little. Only the wall-clock time of the steps is read, to choose; the results are the
 // same either way (the simulations never read a clock).
 inline constexpr uint64_t kTunePeriodSteps = 2048;
 inline constexpr uint64_t kMaxTunePeriodSteps = 65536;
@@ -99,6 +100,7 @@ struct ThreadTuner {
   using Clock = std::chrono::steady_clock;
   bool adaptive = false;  // off: always on the threads
   bool parallel = true;   // the choice of the last probe
+  bool decided = false;   // a probe has chosen
   uint64_t steps = 0;     // steps begun in this period
   uint64_t period = kTunePeriodSteps;
   std::array<Clock::duration, 2 * kProbeSteps> probe{};  // on the caller, then on the threads

@@ -227,7 +227,7 @@ std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alo
   return {where.back(), tuner.period};
 }
 
-TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileTheCallerAloneWins) {
+TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileOneSideWins) {
   using std::chrono::microseconds;
   ThreadTuner tuner;
   tuner.adaptive = true;
@@ -235,8 +235,9 @@ TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileTheCallerAloneWins) {
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
   EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, 2 * kTunePeriodSteps));
   // About as fast (within kThreadsMustSave): the caller alone.
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 2 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 4 * kTunePeriodSteps));
 }
 
 }  // namespace
