@@ -15,6 +15,7 @@ both clipped at 0 (doing better than cubic is no harm) and averaged over runs.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +24,9 @@ import numpy as np
 
 from ccgym.analysis.evaluate import run_scheme, validate_schemes
 from ccgym.emulators.links import Link
-from ccgym.emulators.stepping import Slot
 from ccgym.envs.scoring import (STEPPED_SCHEMES, Run, aggregate, check_flow_starts, link_duration_ms,
-                                omniscient_runs, score_simulation, stepped_scheme_factory)
+                                omniscient_runs, run_flows_stepped, score_simulation,
+                                stepped_scheme_factory)
 from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics
 
@@ -88,7 +89,6 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
     or the oracle steps it from Python), flow i starting at i * interval_ms; runs scored with
     the evaluated flow's figures."""
     from ccgym.emulators import _core
-    from ccgym.emulators.stepping import run_stepped
 
     factory = stepped_scheme_factory(scheme)
     names = lineup.with_evaluated(scheme).schemes
@@ -99,17 +99,8 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
     if factory is None:
         _core.run_all_until(sims, duration_ms, 0)
     else:
-        stepped = factory()
-        slots = [Slot(sim, lineup.evaluated, link, seed) for sim, seed in zip(sims, seeds)]
-        stepped.reset(slots)
-        start_ms = starts[lineup.evaluated]
-
-        def decide(now_ms: float) -> None:
-            # A policy's episode begins with its flow: no decisions on a flow not yet started.
-            if now_ms >= start_ms:
-                stepped.decide(slots)
-
-        run_stepped(sims, [duration_ms] * len(sims), decide)
+        spans = {lineup.evaluated: (starts[lineup.evaluated], math.inf)}
+        run_flows_stepped(sims, [link] * len(sims), seeds, factory, spans, duration_ms)
     runs = []
     for sim, seed in zip(sims, seeds):
         metrics, log, opportunities = score_simulation(sim, duration_ms)

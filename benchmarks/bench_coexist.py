@@ -54,8 +54,8 @@ from ccgym.analysis.coexist import EXTERNAL, harm, make_lineup, run_lineup
 from ccgym.emulators import _core
 from ccgym.emulators.link_names import link_from_spec, resolve_links
 from ccgym.emulators.links import Link, data_dir
-from ccgym.emulators.stepping import Slot, run_stepped
-from ccgym.envs.scoring import stepped_scheme_factory, validate_simulated_schemes
+from ccgym.envs.scoring import (run_flows_stepped, stepped_scheme_factory,
+                                validate_simulated_schemes)
 from ccgym.errors import UserError
 from ccgym.measure.metrics import jain_index, overlap_shares
 from ccgym.measure.sharing import CONVERGENCE_WINDOW_MS, convergence
@@ -167,19 +167,8 @@ def three_flows(links: Sequence[Link], scheme: str, seed: int,
     if factory is None:
         _core.run_all_until(sims, duration_ms, 0)
         return sims
-    flows = []
-    for f in range(len(specs)):
-        stepped = factory()
-        slots = [Slot(sim, f, link, seed) for sim, link in zip(sims, links)]
-        stepped.reset(slots)
-        flows.append((stepped, slots, starts[f], stops[f] or duration_ms))
-
-    def decide(now_ms: float) -> None:
-        for stepped, slots, start, stop in flows:
-            if start <= now_ms < stop:
-                stepped.decide(slots)
-
-    run_stepped(sims, [duration_ms] * len(sims), decide, threads=1)
+    spans = {f: (starts[f], stops[f] or duration_ms) for f in range(len(specs))}
+    run_flows_stepped(sims, links, [seed] * len(sims), factory, spans, duration_ms, threads=1)
     return sims
 
 

@@ -11,6 +11,7 @@ layer up (analysis/evaluate.py).
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +113,30 @@ def _flows(scheme: str, flows: int, interval_ms: float) -> list[tuple[str, float
     return [(scheme, i * interval_ms, -1.0) for i in range(flows)]
 
 
+def run_flows_stepped(sims: Sequence[Any], links: Sequence[Link], seeds: Sequence[int],
+                      factory: Callable[[], SteppedScheme],
+                      spans: dict[int, tuple[float, float]], duration_ms: float,
+                      threads: int = 0) -> None:
+    """Runs each simulation (of links[i], seeds[i]) to duration_ms, flow f of every one
+    decided by a stepped scheme over its span [start, stop) of spans[f]: one scheme per flow
+    (one batch across the simulations), reset for that flow alone and first asked at its
+    start, so a recurrent policy's episode begins with its flow, never with the flows before
+    it, and ends with its stop."""
+    cohorts = []
+    for flow, (start_ms, stop_ms) in spans.items():
+        slots = [Slot(sim, flow, link, seed) for sim, link, seed in zip(sims, links, seeds)]
+        stepped = factory()
+        stepped.reset(slots)
+        cohorts.append((start_ms, stop_ms, stepped, slots))
+
+    def decide(now_ms: float) -> None:
+        for start_ms, stop_ms, stepped, slots in cohorts:
+            if start_ms <= now_ms < stop_ms:
+                stepped.decide(slots)
+
+    run_stepped(sims, [duration_ms] * len(sims), decide, threads)
+
+
 def simulate_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float,
                     flows: int = 1, interval_ms: float = 0.0, threads: int = 0) -> list[Run]:
     """Runs one scheme on one link in the simulator once per seed; returns the scored runs."""
@@ -122,21 +147,8 @@ def simulate_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: 
     if factory is None:
         _core.run_all_until(sims, duration_ms, threads)
     else:
-        # One scheme per flow, deciding from its flow's start: a recurrent policy's episode
-        # begins with its flow, never with the flows before it.
-        cohorts = []
-        for f in range(flows):
-            slots = [Slot(sim, f, link, seed) for sim, seed in zip(sims, seeds)]
-            stepped = factory()
-            stepped.reset(slots)
-            cohorts.append((f * interval_ms, stepped, slots))
-
-        def decide(now_ms: float) -> None:
-            for start_ms, stepped, slots in cohorts:
-                if now_ms >= start_ms:
-                    stepped.decide(slots)
-
-        run_stepped(sims, [duration_ms] * len(sims), decide, threads)
+        spans = {f: (f * interval_ms, math.inf) for f in range(flows)}
+        run_flows_stepped(sims, [link] * len(sims), seeds, factory, spans, duration_ms, threads)
     runs = []
     for sim, seed in zip(sims, seeds):
         metrics, log, opportunities = score_simulation(sim, duration_ms)
