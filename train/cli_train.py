@@ -29,19 +29,10 @@ from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
 from ccgym.train.config import (describe_config, load_config, load_packaged_config,
-                                resolve_validation_links, with_overrides)
+                                packaged_names, resolve_validation_links, with_overrides)
 from ccgym.train.run_folder import RunFolder
 
 DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
-
-
-def packaged_config_names() -> list[str]:
-    """The configs shipped in ccgym/configs/train, by name ("quick" for quick.toml)."""
-    from importlib import resources
-
-    folder = resources.files("ccgym.configs") / "train"
-    return sorted(e.name.removesuffix(".toml") for e in folder.iterdir()
-                  if e.name.endswith(".toml"))
 
 
 def load_named_config(argument: str) -> Any:
@@ -49,16 +40,16 @@ def load_named_config(argument: str) -> Any:
     path = Path(argument).expanduser()
     if path.is_file() or path.suffix == ".toml" or len(path.parts) > 1:
         return load_config(path)  # a missing file: the error names it
-    if argument not in packaged_config_names():
+    if argument not in packaged_names():
         raise UserError(f"{argument}: no such config file or packaged training config; "
-                        f"packaged: {', '.join(packaged_config_names())}")
+                        f"packaged: {', '.join(packaged_names())}")
     return load_packaged_config(argument)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG",
                         help="training config: a TOML file, or the name of a packaged one ("
-                             f"{', '.join(packaged_config_names())}; default: {DEFAULT_CONFIG})")
+                             f"{', '.join(packaged_names())}; default: {DEFAULT_CONFIG})")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         dest="assignments",
                         help="override a config key, typed as the key is (repeatable), e.g. "

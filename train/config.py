@@ -7,6 +7,11 @@ is a UserError that names the file, the section and the key, and lists the valid
 resolved config (defaults filled in, paths made absolute) is written into the run folder as
 config.toml, and `--resume` reads it back from there.
 
+A file may start from another: a top-level `extends = "mixed"` (a packaged config's name) or
+`extends = "base.toml"` (a path relative to the file) takes every key of that config, resolved
+as when it is trained itself, and the file's own keys replace those they name, key by key, so
+a variant says only what differs (configs/train/mixed-shared.toml).
+
 Links: a string is a link set (a packaged name such as "indigo-synthetic", or a TOML path
 relative to the config file); a list holds link specs ("rate_mbps=12,delay_ms=20") and/or
 link sets. Relative trace paths in specs are relative to the config file.
@@ -110,19 +115,70 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def load_config(path: str | os.PathLike) -> TrainConfig:
-    """Reads, checks and resolves a config file (link paths made absolute)."""
-    path = Path(path)
-    config = parse_config(_read_toml(path), str(path))
+    """Reads, checks and resolves a config file (link paths made absolute), starting from the
+    config it extends, if any."""
+    return _load(Path(path), ())
+
+
+def _load(path: Path, extended_by: tuple[Path, ...]) -> TrainConfig:
+    doc = _read_toml(path)
+    if "extends" in doc:
+        base = _load_base(doc.pop("extends"), path, extended_by)
+        doc = _overlay(base.to_dict(), doc)
+    config = parse_config(doc, str(path))
     return resolve_paths(config, path.resolve().parent)
+
+
+def _overlay(base: dict[str, dict[str, Any]], doc: dict[str, Any]) -> dict[str, Any]:
+    """The base's sections with the file's keys in place of theirs; anything else in the file
+    (an unknown section, a section that is not a table) is left for parse_config to name."""
+    merged: dict[str, Any] = {name: dict(table) for name, table in base.items()}
+    for name, table in doc.items():
+        if isinstance(table, dict) and isinstance(merged.get(name), dict):
+            merged[name].update(table)
+        else:
+            merged[name] = table
+    return merged
+
+
+def _load_base(extends: Any, path: Path, extended_by: tuple[Path, ...]) -> TrainConfig:
+    where = f"{path}: extends"
+    if not isinstance(extends, str) or not extends.strip():
+        raise UserError(f"{where}: must be a packaged config's name ({', '.join(packaged_names())})"
+                        f" or a TOML path relative to the file, got {extends!r}")
+    chain = (*extended_by, path.resolve())
+    if extends.endswith(".toml") or "/" in extends:
+        base_path = (path.resolve().parent / Path(extends).expanduser()).resolve()
+        if not base_path.is_file():
+            raise UserError(f"{where}: no such file {base_path}")
+    elif extends in packaged_names():
+        base_path = _packaged_path(extends)
+    else:
+        raise UserError(f"{where}: no packaged config {extends!r}; packaged: "
+                        f"{', '.join(packaged_names())} (or give a path ending in .toml)")
+    if base_path in chain:
+        loop = " -> ".join(str(p) for p in (*chain, base_path))
+        raise UserError(f"{where}: a config cannot extend itself: {loop}")
+    return _load(base_path, chain)
+
+
+def _packaged_path(name: str) -> Path:
+    # The packaged configs are plain files of the installed package (a source checkout or a
+    # wheel unpacked on disk), so that a relative link path in them resolves.
+    return Path(str(resources.files("ccgym.configs") / "train" / f"{name}.toml")).resolve()
+
+
+def packaged_names() -> list[str]:
+    """The names of the configs shipped in ccgym/configs/train."""
+    folder = resources.files("ccgym.configs") / "train"
+    return sorted(e.name.removesuffix(".toml") for e in folder.iterdir() if e.name.endswith(".toml"))
 
 
 def load_packaged_config(name: str) -> TrainConfig:
     """A config shipped in ccgym/configs/train (e.g. "quick")."""
-    resource = resources.files("ccgym.configs") / "train" / f"{name}.toml"
-    with resources.as_file(resource) as path:
-        if not path.is_file():
-            raise UserError(f"no packaged training config {name!r}")
-        return load_config(path)
+    if name not in packaged_names():
+        raise UserError(f"no packaged training config {name!r}")
+    return load_config(_packaged_path(name))
 
 
 # ---------------------------------------------------------------- checks
@@ -303,7 +359,11 @@ def describe_config() -> str:
     (`ccgym train --describe-config`)."""
     owners = {s: name for name, r in TRAINERS.items() for s in r.sections}
     defaults = TrainConfig().to_dict()
-    lines = []
+    lines = ["", 'extends = ""    (a string; a top-level key, above the sections)']
+    lines += _wrapped("The config this file starts from: a packaged config's name "
+                      f"({', '.join(packaged_names())}) or a TOML path relative to the file. "
+                      "Each key the file sets replaces that key; the others keep the base's "
+                      "values.", "      ")
     for name, section_type in SECTIONS.items():
         only = f' (used when [algorithm] name = "{owners[name]}")' if name in owners else ""
         lines += ["", f"[{name}]{only}"]

@@ -130,6 +130,56 @@ def test_defaults_and_written_config_round_trip(tmp_path: Path) -> None:
     assert again == config
 
 
+def test_a_config_extends_a_packaged_one_key_by_key(tmp_path: Path) -> None:
+    mixed = load_packaged_config("mixed")
+    config = load_config(write(tmp_path, 'extends = "mixed"\n[run]\nname = "v"\n'
+                                         '[dagger]\nepochs = 9\n'))
+    assert (config.run.name, config.dagger.epochs) == ("v", 9)
+    assert config.dagger.beta_decay == mixed.dagger.beta_decay != TrainConfig().dagger.beta_decay
+    assert config.links == mixed.links and config.run.iterations == mixed.run.iterations
+
+
+def test_an_extended_file_resolves_its_paths_from_its_own_folder(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    (tmp_path / "base").mkdir()
+    write(tmp_path / "base", '[links]\ntrain = ["delivery=trace,trace=up.trace,delay_ms=10"]\n'
+                             'validation = ["rate_mbps=6,delay_ms=10"]\n', "base.toml")
+    child = write(tmp_path, 'extends = "base/base.toml"\n[run]\nseed = 4\n')
+    monkeypatch.chdir(tmp_path / "base")  # elsewhere than the child
+    config = load_config(child)
+    assert config.run.seed == 4
+    assert str(tmp_path / "base" / "up.trace") in config.links.train[0]
+
+
+@pytest.mark.parametrize("text, match", [
+    ('extends = "quik"\n', "no packaged config 'quik'.*quick"),
+    ('extends = 3\n', "extends: must be a packaged config's name"),
+    ('extends = "nowhere/base.toml"\n', "extends: no such file"),
+    ('extends = "train.toml"\n', "cannot extend itself"),
+    ('extends = "quick"\n[run]\nseeds = 2\n', r"train\.toml: \[run\]: unknown key 'seeds'"),
+    ('extends = "quick"\n[dagger]\nepochs = "four"\n', "epochs: must be an integer"),
+])
+def test_a_bad_extends_names_the_file_and_what_is_wrong(tmp_path: Path, text: str,
+                                                        match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        load_config(write(tmp_path, text))
+
+
+def test_a_cycle_of_extends_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, 'extends = "b.toml"\n', "a.toml")
+    write(tmp_path, 'extends = "a.toml"\n[run]\nseed = 2\n', "b.toml")
+    with pytest.raises(UserError, match=r"a\.toml -> .*b\.toml -> .*a\.toml"):
+        load_config(tmp_path / "a.toml")
+
+
+def test_mixed_shared_is_mixed_with_a_competitor() -> None:
+    mixed = load_packaged_config("mixed").to_dict()
+    shared = load_packaged_config("mixed-shared").to_dict()
+    differ = {f"{s}.{k}" for s in mixed for k in mixed[s] if mixed[s][k] != shared[s][k]}
+    assert differ == {"run.name", "links.competitors", "links.competitor_starts",
+                      "links.competitor_stagger_ms"}
+
+
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch) -> None:
     sets = tmp_path / "conf"
     sets.mkdir()
