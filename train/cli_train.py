@@ -28,7 +28,7 @@ from ccgym.analysis.evaluate import evaluate, validate_schemes
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text
-from ccgym.train.config import (describe_config, load_config, load_packaged_config,
+from ccgym.train.config import (config_path, describe_config, load_config,
                                 packaged_names, resolve_validation_links, with_overrides)
 from ccgym.train.run_folder import RunFolder
 
@@ -37,13 +37,7 @@ DEFAULT_CONFIG = "quick"  # ccgym/configs/train/quick.toml
 
 def load_named_config(argument: str) -> Any:
     """The config a CONFIG argument names: a TOML file, or a packaged config ("cellular")."""
-    path = Path(argument).expanduser()
-    if path.is_file() or path.suffix == ".toml" or len(path.parts) > 1:
-        return load_config(path)  # a missing file: the error names it
-    if argument not in packaged_names():
-        raise UserError(f"{argument}: no such config file or packaged training config; "
-                        f"packaged: {', '.join(packaged_names())}")
-    return load_packaged_config(argument)
+    return load_config(config_path(argument, Path.cwd(), argument))  # a missing file: named
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -146,20 +146,27 @@ def _load_base(extends: Any, path: Path, extended_by: tuple[Path, ...]) -> Train
     if not isinstance(extends, str) or not extends.strip():
         raise UserError(f"{where}: must be a packaged config's name ({', '.join(packaged_names())})"
                         f" or a TOML path relative to the file, got {extends!r}")
+    base_path = config_path(extends, path.resolve().parent, f"{where} = {extends!r}")
+    if not base_path.is_file():
+        raise UserError(f"{where}: no such file {base_path}")
     chain = (*extended_by, path.resolve())
-    if extends.endswith(".toml") or "/" in extends:
-        base_path = (path.resolve().parent / Path(extends).expanduser()).resolve()
-        if not base_path.is_file():
-            raise UserError(f"{where}: no such file {base_path}")
-    elif extends in packaged_names():
-        base_path = _packaged_path(extends)
-    else:
-        raise UserError(f"{where}: no packaged config {extends!r}; packaged: "
-                        f"{', '.join(packaged_names())} (or give a path ending in .toml)")
     if base_path in chain:
         loop = " -> ".join(str(p) for p in (*chain, base_path))
         raise UserError(f"{where}: a config cannot extend itself: {loop}")
     return _load(base_path, chain)
+
+
+def config_path(name: str, folder: Path, where: str) -> Path:
+    """The file a config's name means, the same for `ccgym train NAME` and `extends = NAME`: a
+    TOML path (one that is a file, ends in .toml or names a folder) taken from `folder`, or else
+    a packaged config's name. `where` starts the error for neither."""
+    path = Path(name).expanduser()
+    if (folder / path).is_file() or path.suffix == ".toml" or len(path.parts) > 1:
+        return (folder / path).resolve()
+    if name not in packaged_names():
+        raise UserError(f"{where}: no such config file or packaged training config; "
+                        f"packaged: {', '.join(packaged_names())}")
+    return _packaged_path(name)
 
 
 def _packaged_path(name: str) -> Path:

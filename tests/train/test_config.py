@@ -152,7 +152,7 @@ def test_an_extended_file_resolves_its_paths_from_its_own_folder(tmp_path: Path,
 
 
 @pytest.mark.parametrize("text, match", [
-    ('extends = "quik"\n', "no packaged config 'quik'.*quick"),
+    ('extends = "quik"\n', "extends = 'quik': no such config file or packaged training config.*quick"),
     ('extends = 3\n', "extends: must be a packaged config's name"),
     ('extends = "nowhere/base.toml"\n', "extends: no such file"),
     ('extends = "train.toml"\n', "cannot extend itself"),
