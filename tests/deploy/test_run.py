@@ -87,11 +87,14 @@ def test_real_time_run_matches_the_simulator(tmp_path: Path, scheme: str, link: 
         assert (tmp_path / name).stat().st_size > 0
 
 
+# fixed:60 is above the trace's BDP (about 45 packets), for the reason fixed:50 is above: with
+# fixed:20 the gaps between bursts set the 95% delay, and on two busy cores real time added
+# 2-6 ms to the simulator's 30 ms (up to 0.23 off); with fixed:60, 0.01 off.
 def test_real_time_run_on_a_generated_cellular_trace(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "cell.up", generate_cellular_trace(8.0, 20.0, seed=3))
     rows = by_scheme(run_cli(tmp_path, "--link", f"trace={trace},delay_ms=20", "--scheme",
-                             "fixed:20", "--duration-s", str(SHORT_S), "--simulate"))
-    real, simulated = rows["fixed:20"], rows["fixed:20 (simulated)"]
+                             "fixed:60", "--duration-s", str(SHORT_S), "--simulate"))
+    real, simulated = rows["fixed:60"], rows["fixed:60 (simulated)"]
     assert 0 < rows["omniscient"]["throughput_mbps"]
     # A fixed window cannot use more than the trace delivers.
     assert real["throughput_mbps"] <= rows["omniscient"]["throughput_mbps"] * 1.02
