@@ -87,9 +87,9 @@ def test_real_time_run_matches_the_simulator(tmp_path: Path, scheme: str, link: 
         assert (tmp_path / name).stat().st_size > 0
 
 
-# fixed:60 is above the trace's BDP (about 45 packets), for the reason fixed:50 is above: with
-# fixed:20 the gaps between bursts set the 95% delay, and on two busy cores real time added
-# 2-6 ms to the simulator's 30 ms (up to 0.23 off); with fixed:60, 0.01 off.
+# fixed:60 is above the BDP of the trace's first seconds (about 45 packets), for the reason
+# fixed:50 is above: with fixed:20 the gaps between bursts set the 95% delay, and on two busy
+# cores real time added 2-7 ms to the simulator's 30 ms (up to 0.23 off); fixed:60, under 0.01.
 def test_real_time_run_on_a_generated_cellular_trace(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "cell.up", generate_cellular_trace(8.0, 20.0, seed=3))
     rows = by_scheme(run_cli(tmp_path, "--link", f"trace={trace},delay_ms=20", "--scheme",
