@@ -69,11 +69,6 @@ def run(args: argparse.Namespace) -> int:
     schemes = parse_schemes(args.schemes)
     links = resolve_links(args.link, args.links)
     check_not_input(args.json, input_files(links, args.links), "--json")
-    if any(s.startswith("lstm:") for s in schemes):
-        from ccgym.policies.lstm import one_inference_thread
-
-        one_inference_thread()
-
     against = parse_against(args.against) if args.against is not None else None
     if against is not None or any(link.competitors for link in links):
         rows, runs = evaluate_shared(links, schemes, against, first=args.first, runs=args.runs,

@@ -79,10 +79,6 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             raise UserError(f"--policies: {policy} is a scheme the suite runs already")
         if not policy.startswith("lstm:"):
             raise UserError(f"--policies: {policy!r} is not lstm:RUN_FOLDER|FILE.pt|FILE.onnx")
-    if policies:
-        from ccgym.policies.lstm import one_inference_thread
-
-        one_inference_thread()
     validate_schemes(policies)  # loads each policy now: a bad file fails before any run
     return classic, policies
 

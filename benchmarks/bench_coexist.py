@@ -280,9 +280,6 @@ def main() -> None:
     policies = [p if p.startswith("lstm:") else f"lstm:{p}" for p in args.policy]
     validate_simulated_schemes(policies)  # a bad run folder fails now, in one line
     schemes = [*policies, *([] if args.no_baselines else BASELINES)]
-    from ccgym.policies.lstm import one_inference_thread
-
-    one_inference_thread()
     figures: list[Figure] = []
     if "pair" in parts:
         figures += pair_figures(schemes, policies, args, args.seed)

@@ -38,7 +38,6 @@ from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.emulators import _core
 from ccgym.emulators.link_names import needs_shared_data, resolve_links
 from ccgym.emulators.links import data_dir
-from ccgym.policies.lstm import one_inference_thread
 
 BASELINES = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 SHARED_BASELINES = ["cubic", "bbr", "copa", "vegas"]  # beside competitors: the usual suspects
@@ -103,7 +102,6 @@ def main() -> None:
     args = parser.parse_args()
 
     policies = [f"lstm:{p}" for p in args.policy]
-    one_inference_thread()
     result: dict[str, Any] = {"policies": args.policy, "duration_s": args.duration_s,
                               "groups": {}}
     for group in [g.strip() for g in args.groups.split(",") if g.strip()]:

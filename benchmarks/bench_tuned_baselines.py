@@ -28,7 +28,6 @@ import numpy as np
 from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
 from ccgym.analysis.evaluate import evaluate
 from ccgym.emulators.link_names import resolve_links
-from ccgym.policies.lstm import one_inference_thread
 
 DEFAULTS = DEFAULT_SCHEMES.split(",")  # ccgym eval's baselines
 SWEEP = [
@@ -54,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     links = resolve_links(None, args.links)
     policies = [f"lstm:{p}" for p in args.policy]
-    one_inference_thread()
     schemes = [*policies, *DEFAULTS, *SWEEP]
     started = time.perf_counter()
     rows, _ = evaluate(links, schemes, duration_s=args.duration_s or None, progress=sys.stderr.isatty())

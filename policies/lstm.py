@@ -53,9 +53,11 @@ FILE_VERSION = 1
 
 
 def one_inference_thread() -> None:
-    """For verbs that score policies: one step of a policy is a batch of a few flows, where
-    torch's thread pool only adds hand-offs (on a busy 2-core machine they made each step 45x
-    slower). Training sets its own count ([run] torch_threads)."""
+    """For scoring a policy loaded from a file (LstmScheme, every `lstm:` scheme of eval,
+    suite and the benchmarks): one step of a policy is a batch of a few flows, where torch's
+    thread pool only adds hand-offs (on a busy 2-core machine they made each step 45x slower;
+    two benchmarks side by side ran 44 minutes unfinished against 86 s). Training sets its own
+    count ([run] torch_threads) and hands its policy to LstmScheme.from_policy, untouched."""
     torch.set_num_threads(1)
 
 

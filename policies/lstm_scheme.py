@@ -15,7 +15,7 @@ import numpy as np
 from ccgym.emulators import _core
 from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
-from ccgym.policies.lstm import LstmPolicy, LstmState
+from ccgym.policies.lstm import LstmPolicy, LstmState, one_inference_thread
 from ccgym.policies.onnx_policy import OnnxPolicy, OnnxState
 from ccgym.policies.policy_path import resolve_policy_path
 
@@ -36,6 +36,7 @@ class LstmScheme:
                     policy = LstmPolicy.load(path)
             except (ValueError, RuntimeError, OSError) as e:
                 raise UserError(f"lstm:{argument}: cannot load the policy: {e}") from e
+            one_inference_thread()
         self.policy = policy
         self.policy.eval()
         self._state: LstmState | OnnxState | None = None

@@ -64,3 +64,15 @@ def test_missing_policy_is_a_user_error(tmp_path) -> None:
         LstmScheme(str(tmp_path))
     with pytest.raises(UserError, match="no such run folder"):
         LstmScheme(str(tmp_path / "nope"))
+
+
+def test_a_policy_loaded_for_scoring_runs_on_one_torch_thread(run_dir) -> None:
+    """Every `lstm:` scheme (eval, suite, the benchmarks) scores on one inference thread: with
+    torch's pool two scorers side by side on 2 cores ran 44 minutes unfinished against 86 s."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        LstmScheme(str(run_dir))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
