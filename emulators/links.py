@@ -50,7 +50,7 @@ TRACE_CACHE_FOLDER = "traces"
 _TOML_TYPES: dict[str, tuple[type, ...]] = {
     "trace": (str,), "rate_mbps": (int, float), "delivery": (str,), "burst_packets": (int,),
     "burst_period_ms": (int, float), "queue": (str,), "loss": (int, float),
-    "delay_ms": (int, float), "once": (bool,),
+    "jitter_ms": (int, float), "delay_ms": (int, float), "once": (bool,),
 }
 _ANY_SCALAR = (str, int, float, bool)
 LINK_META_KEYS = ("name", "source")

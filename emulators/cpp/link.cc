@@ -8,12 +8,14 @@ namespace ccgym {
 
 LinkDirection::LinkDirection(std::unique_ptr<DeliveryProcess> delivery,
                              std::unique_ptr<Queue> queue, double loss_rate, double delay_ms,
-                             uint64_t seed)
+                             uint64_t seed, double jitter_ms, uint64_t jitter_seed)
     : delivery_(std::move(delivery)),
       queue_(std::move(queue)),
       loss_rate_(loss_rate),
       delay_ms_(delay_ms),
-      rng_(seed) {
+      rng_(seed),
+      jitter_ms_(jitter_ms),
+      jitter_state_(jitter_seed) {
   arrivals_.reserve(256);
   dropped_.reserve(64);
 }
@@ -24,7 +26,7 @@ bool LinkDirection::send(const Packet& packet, double now_ms) {
     return false;
   }
   if (delivery_->unlimited()) {
-    delay_line_.push_back({packet, now_ms + delay_ms_});
+    propagate(packet, now_ms);
     return true;
   }
   Packet queued = packet;
@@ -49,9 +51,23 @@ void LinkDirection::use_opportunity(double at_ms) {
     budget -= take;
     if (service_left_ == 0) {
       in_service_ = false;
-      delay_line_.push_back({service_, at_ms + delay_ms_});
+      propagate(service_, at_ms);
     }
   }
+}
+
+void LinkDirection::propagate(const Packet& packet, double departed_ms) {
+  double arrival_ms = departed_ms + delay_ms_;
+  if (jitter_ms_ > 0) {
+    uint64_t z = (jitter_state_ += 0x9e3779b97f4a7c15ULL);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    const double uniform = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+    arrival_ms = std::max(arrival_ms + jitter_ms_ * uniform, last_arrival_ms_);
+  }
+  last_arrival_ms_ = arrival_ms;
+  delay_line_.push_back({packet, arrival_ms});
 }
 
 void LinkDirection::advance(double now_ms) {
@@ -81,6 +97,7 @@ std::string LinkDirection::to_string() const {
   std::ostringstream out;
   out << delivery_->to_string() << " queue=" << queue_->to_string() << " loss=" << loss_rate_
       << " delay_ms=" << delay_ms_;
+  if (jitter_ms_ > 0) out << " jitter_ms=" << jitter_ms_;
   return out.str();
 }
 

@@ -1,5 +1,5 @@
 // One direction of a path: delivery process + queue + i.i.d. loss + propagation
-// delay. The clock is always an argument (virtual time in the simulator, the wall
+// delay (+ timing noise: jitter_ms). The clock is always an argument (virtual time in the simulator, the wall
 // clock in the relay): this class never reads one.
 #pragma once
 #include <cstdint>
@@ -18,7 +18,8 @@ namespace ccgym {
 class LinkDirection {
  public:
   LinkDirection(std::unique_ptr<DeliveryProcess> delivery, std::unique_ptr<Queue> queue,
-                double loss_rate, double delay_ms, uint64_t seed);
+                double loss_rate, double delay_ms, uint64_t seed, double jitter_ms = 0,
+                uint64_t jitter_seed = 0);
 
   // A packet enters the direction at now_ms. Call advance(now_ms) first so that
   // opportunities before now are not used by it. Returns false if it was dropped
@@ -55,6 +56,9 @@ class LinkDirection {
 
  private:
   void use_opportunity(double at_ms);
+  // Puts a packet that left the queue at departed_ms on its way: the propagation delay,
+  // plus the jitter's draw, no earlier than the packet before it.
+  void propagate(const Packet& packet, double departed_ms);
 
   std::unique_ptr<DeliveryProcess> delivery_;
   std::unique_ptr<Queue> queue_;
@@ -62,6 +66,11 @@ class LinkDirection {
   double delay_ms_;
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  double jitter_ms_;
+  // The jitter's own stream (splitmix64, a word of state): the loss draws stay those of a
+  // link without jitter, and a draw costs a few instructions.
+  uint64_t jitter_state_;
+  double last_arrival_ms_ = 0;  // the path is FIFO: no packet arrives before the one ahead
 
   bool in_service_ = false;     // a packet is partly transmitted
   Packet service_{};

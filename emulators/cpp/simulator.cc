@@ -31,8 +31,9 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
                      bool record_log)
     : link_(link), record_log_(record_log) {
   if (flows.empty()) throw std::invalid_argument("a simulation needs at least one flow");
+  if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = kSharedAckJitterMs;
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
-  ack_ = make_direction(link.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
+  ack_ = make_direction(link_.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
   data_->record_opportunities(record_log);
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];

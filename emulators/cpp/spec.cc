@@ -16,7 +16,8 @@ namespace {
 
 const std::vector<std::string> kSharedKeys = {"name", "delay_ms", "once"};
 const std::vector<std::string> kDirectionKeys = {
-    "trace", "rate_mbps", "delivery", "burst_packets", "burst_period_ms", "queue", "loss"};
+    "trace", "rate_mbps", "delivery", "burst_packets", "burst_period_ms", "queue", "loss",
+    "jitter_ms"};
 const std::vector<std::string> kDeliveries = {"constant", "poisson", "trace", "burst"};
 constexpr const char* kAck = "ack_";
 // Errors quote at most this much of a spec (a fuzzer's or a pasted file's may be long).
@@ -68,6 +69,10 @@ Kind resolve(const DirectionSpec& d, const std::string& p, const Failer& fail) {
   }
   if (!(d.loss >= 0 && d.loss < 1)) {
     fail("key '" + p + "loss' must be in [0, 1), got " + format_number(d.loss));
+  }
+  if (d.jitter_ms && !(*d.jitter_ms >= 0 && *d.jitter_ms <= kMaxJitterMs)) {
+    fail("key '" + p + "jitter_ms' must be in [0, " + format_number(kMaxJitterMs) + "] ms, got " +
+         format_number(*d.jitter_ms));
   }
   if (!(d.burst_period_ms >= 0 && d.burst_period_ms <= kMaxBurstPeriodMs)) {
     fail("key '" + p + "burst_period_ms' must be in (0, " + format_number(kMaxBurstPeriodMs) +
@@ -156,6 +161,8 @@ void append_direction(std::vector<std::string>& parts, const DirectionSpec& d,
   }
   if (d.queue != "infinite") parts.push_back(p + "queue=" + d.queue);
   if (d.loss != 0) parts.push_back(p + "loss=" + format_number(d.loss));
+  // Given, even as 0: an explicit 0 turns off the shared links' default.
+  if (d.jitter_ms) parts.push_back(p + "jitter_ms=" + format_number(*d.jitter_ms));
 }
 
 // Splitmix64: decorrelates the derived streams even for consecutive seeds.
@@ -283,6 +290,12 @@ class SpecParser {
       if (!(d.loss >= 0 && d.loss < 1)) {
         fail_("key '" + key + "' must be in [0, 1), got '" + value + "'");
       }
+    } else if (base == "jitter_ms") {
+      d.jitter_ms = number(key, value);
+      if (!(*d.jitter_ms >= 0 && *d.jitter_ms <= kMaxJitterMs)) {
+        fail_("key '" + key + "' must be in [0, " + format_number(kMaxJitterMs) + "] ms, got '" +
+              value + "'");
+      }
     }
   }
 
@@ -349,7 +362,8 @@ std::unique_ptr<LinkDirection> make_direction(const DirectionSpec& spec, double 
   }
   auto queue = make_queue(spec.queue, derive_seed(seed, 1));
   return std::make_unique<LinkDirection>(std::move(delivery), std::move(queue), spec.loss, delay_ms,
-                                         derive_seed(seed, 2));
+                                         derive_seed(seed, 2), spec.jitter_ms.value_or(0),
+                                         derive_seed(seed, 3));
 }
 
 }  // namespace ccgym

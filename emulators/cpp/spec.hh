@@ -5,13 +5,14 @@
 //   rate_mbps=12,delivery=poisson,delay_ms=30,queue=droptail:packets=100,loss=0.01
 //
 // Data-direction keys: trace, rate_mbps, delivery (constant|poisson|trace|burst),
-// burst_packets, burst_period_ms, queue, loss. The same keys prefixed with `ack_`
+// burst_packets, burst_period_ms, queue, loss, jitter_ms. The same keys prefixed with `ack_`
 // describe the ACK direction, which by default has only the propagation delay.
 // Shared keys: delay_ms (one way, each direction), once (traces run once), name.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ inline constexpr double kMinRateMbps = 0.1;          // one 1500-byte packet eve
 inline constexpr double kMaxRateMbps = 10000;        // 10 Gbit/s
 inline constexpr double kMaxDelayMs = 1000;          // one way: an RTT of 2 s
 inline constexpr double kMaxBurstPeriodMs = 10000;   // a burst at least every 10 s
+inline constexpr double kMaxJitterMs = 100;          // timing noise, not a second delay
 
 struct DirectionSpec {
   std::string trace;            // mahimahi trace path; empty when generated
@@ -36,6 +38,12 @@ struct DirectionSpec {
   double burst_period_ms = 0;   // burst delivery: time between bursts
   std::string queue = "infinite";
   double loss = 0;              // i.i.d. drop probability at ingress
+  // Timing noise (ms): each packet's propagation takes up to this much longer, uniformly,
+  // never overtaking the packet before it (LinkDirection). It breaks the phase lock of
+  // flows at a DropTail queue that a noiseless clock keeps (Floyd and Jacobson 1991).
+  // Unset: none, except on the ACK direction of a simulator with several flows
+  // (kSharedAckJitterMs, simulator.hh).
+  std::optional<double> jitter_ms;
 };
 
 struct LinkSpec {

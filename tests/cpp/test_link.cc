@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 #include "emulators/cpp/link.hh"
 #include "emulators/cpp/spec.hh"
@@ -101,6 +102,39 @@ TEST(LinkDirection, TraceRepeatsWithItsPeriod) {
   link.advance(30.0);
   const std::vector<double> expected = {5, 10, 15, 20, 25, 30};
   EXPECT_EQ(link.opportunities(), expected);
+}
+
+TEST(LinkDirection, JitterDelaysWithinItsBoundAndKeepsOrder) {
+  // Unlimited rate, 10 ms: each packet arrives within [10, 12) ms of its send, in order; the
+  // same seed draws the same delays, another seed others.
+  auto arrivals = [](uint64_t jitter_seed) {
+    LinkDirection link(std::make_unique<UnlimitedDelivery>(), make_queue("infinite", 1), 0, 10, 1,
+                       2.0, jitter_seed);
+    std::vector<double> times;
+    for (uint64_t s = 0; s < 200; ++s) {
+      const double sent = 0.1 * static_cast<double>(s);
+      link.advance(sent);
+      EXPECT_TRUE(link.send(packet_of(s, 1500), sent));
+    }
+    link.advance(1000);
+    uint64_t seq = 0;
+    for (const auto& a : link.arrivals()) {
+      EXPECT_EQ(a.packet.seq, seq);
+      const double sent = 0.1 * static_cast<double>(seq++);
+      EXPECT_GE(a.arrival_ms, sent + 10);
+      EXPECT_LT(a.arrival_ms, sent + 12);
+      if (!times.empty()) EXPECT_GE(a.arrival_ms, times.back());
+      times.push_back(a.arrival_ms);
+    }
+    EXPECT_EQ(times.size(), 200u);
+    return times;
+  };
+  const auto first = arrivals(7);
+  EXPECT_EQ(first, arrivals(7));
+  EXPECT_NE(first, arrivals(8));
+  std::size_t delayed = 0;  // the draws are not all at the floor
+  for (std::size_t i = 0; i < first.size(); ++i) delayed += first[i] > 0.1 * i + 10.5;
+  EXPECT_GT(delayed, 50u);
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ void expect_same_direction(const DirectionSpec& a, const DirectionSpec& b,
   EXPECT_EQ(a.burst_period_ms, b.burst_period_ms) << what;
   EXPECT_EQ(a.queue, b.queue) << what;
   EXPECT_EQ(a.loss, b.loss) << what;
+  EXPECT_EQ(a.jitter_ms.has_value(), b.jitter_ms.has_value()) << what;
+  EXPECT_EQ(a.jitter_ms.value_or(-1), b.jitter_ms.value_or(-1)) << what;
 }
 
 void expect_same_spec(const LinkSpec& a, const LinkSpec& b, const std::string& what) {
@@ -56,8 +58,11 @@ void expect_same_spec(const LinkSpec& a, const LinkSpec& b, const std::string& w
 TEST(SpecParse, ReadsEveryKey) {
   LinkSpec s = parse_link_spec(
       "name=calibrated 1,rate_mbps=0.57,delivery=poisson,delay_ms=28,queue=droptail:packets=14,"
-      "loss=0.0477,ack_rate_mbps=12,ack_queue=droptail:bytes=9000,ack_loss=0.01");
+      "loss=0.0477,ack_rate_mbps=12,ack_queue=droptail:bytes=9000,ack_loss=0.01,jitter_ms=0.25,"
+      "ack_jitter_ms=0.5");
   EXPECT_EQ(s.name, "calibrated 1");
+  EXPECT_EQ(s.data.jitter_ms.value_or(-1), 0.25);
+  EXPECT_EQ(s.ack.jitter_ms.value_or(-1), 0.5);
   EXPECT_EQ(s.data.rate_mbps, 0.57);
   EXPECT_EQ(s.data.delivery, "poisson");
   EXPECT_EQ(s.delay_ms, 28);
@@ -99,7 +104,9 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
   const std::vector<std::string> texts = {
       "rate_mbps=12,delay_ms=20",
       "rate_mbps=12,delivery=constant,delay_ms=20",
-      "rate_mbps=100.42,delivery=poisson,delay_ms=27,queue=droptail:packets=173,loss=0.01",
+      "rate_mbps=100.42,delivery=poisson,delay_ms=27,queue=droptail:packets=173,loss=0.01,"
+      "ack_jitter_ms=0.5",
+      "rate_mbps=12,ack_jitter_ms=0,delay_ms=20",  // an explicit 0 is kept
       "name=ack-agg,rate_mbps=12,ack_burst_packets=10,ack_burst_period_ms=200,delay_ms=10",
       "trace=" + down + ",ack_trace=" + down + ",once=1,delay_ms=20,ack_loss=0.5",
       "delivery=trace,trace=" + down + ",queue=codel,ack_rate_mbps=3,ack_delivery=poisson",
@@ -143,6 +150,8 @@ TEST(SpecErrors, EachBadSpecNamesItsKey) {
       {"rate_mbps=12,loss=1", {"'loss'"}},
       {"rate_mbps=12,loss=-0.1", {"'loss'"}},
       {"rate_mbps=12,ack_loss=1.5", {"'ack_loss'"}},
+      {"rate_mbps=12,jitter_ms=101", {"'jitter_ms'", "100"}},
+      {"rate_mbps=12,ack_jitter_ms=-1", {"'ack_jitter_ms'"}},
       {"rate_mbps=12,delay_ms=-1", {"'delay_ms'"}},
       // Bounds: each names the key, the unit and the range.
       {"rate_mbps=1e9", {"'rate_mbps'", "[0.1, 10000] Mbit/s"}},
@@ -202,10 +211,11 @@ TEST(SpecKeys, ListsSharedDataAndAckKeys) {
   for (const char* k :
        {"name", "delay_ms", "once", "trace", "rate_mbps", "delivery", "burst_packets",
         "burst_period_ms", "queue", "loss", "ack_trace", "ack_rate_mbps", "ack_delivery",
-        "ack_burst_packets", "ack_burst_period_ms", "ack_queue", "ack_loss"}) {
+        "ack_burst_packets", "ack_burst_period_ms", "ack_queue", "ack_loss", "jitter_ms",
+        "ack_jitter_ms"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
   }
-  EXPECT_EQ(keys.size(), 17u);
+  EXPECT_EQ(keys.size(), 19u);
 }
 
 std::vector<double> opportunities_until(LinkDirection& d, double until_ms) {
