@@ -1,7 +1,7 @@
 """Shared bottlenecks in virtual time against kernel TCP: the second flow's share, simulated
 over seeds and real over runs, per case.
 
-A case is `FIRST:SECOND@RATE/DELAY/BDPS[/STAGGER]`: ccgym's FIRST and SECOND schemes in the
+A case is `FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER]`: ccgym's FIRST and SECOND schemes in the
 simulator and the kernel's (kernel:FIRST, kernel:SECOND) through the link shell, on a
 constant link of RATE Mbit/s and DELAY ms one way with a DropTail buffer of BDPS
 bandwidth-delay products (RATE x 2 x DELAY in 1500-byte packets), SECOND starting STAGGER s
@@ -10,10 +10,13 @@ both send, after a 5 s ramp (measure.metrics.overlap_shares, as `ccgym eval --ag
 `ccgym run --against kernel:...` give it). Per case and clock: the shares, their mean,
 standard deviation (population) and min/max; the difference of the means (simulated minus
 kernel). Each real run gives its one-minute load average (real time suffers on a loaded
-machine). One JSON object to stdout, a table to stderr.
+machine). The simulator's links have its shared-link default ACK timing noise (two packet
+times, simulator.hh);
+--sim-keys adds spec keys there only (ack_jitter_ms=0: the noiseless link). One JSON object
+to stdout, a table to stderr.
 
-  python benchmarks/bench_fidelity.py [--cases A:B@24/20/1,...] [--seeds 5] [--runs 5]
-      [--duration-s 30] [--only sim|kernel] [--sim-keys ack_jitter_ms=0.5]
+  python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,...] [--seeds 5] [--runs 5]
+      [--duration-s 30] [--only sim|kernel] [--sim-keys ack_jitter_ms=0]
 
 The kernel half needs root (the link shell) and real time: runs x cases x duration.
 """
@@ -41,9 +44,9 @@ PARTS = ("sim", "kernel")
 PACKET_BYTES = 1500
 # The issue's pairs: cubic beside cubic and beside bbr on 1 and 4 BDPs, the slower and
 # the shallower path, a staggered start.
-DEFAULT_CASES = ("cubic:cubic@24/20/1", "cubic:cubic@24/20/4", "bbr:cubic@24/20/1",
-                 "bbr:cubic@24/20/4", "bbr:cubic@12/40/1", "cubic:bbr@48/10/0.5",
-                 "bbr:cubic@24/20/1/5")
+DEFAULT_CASES = ("cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/1",
+                 "bbr+cubic@24/20/4", "bbr+cubic@12/40/1", "cubic+bbr@48/10/0.5",
+                 "bbr+cubic@24/20/1/5")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Case:
 
     @property
     def name(self) -> str:
-        return (f"{self.first}:{self.second}@{self.rate_mbps:g}/{self.delay_ms:g}/"
+        return (f"{self.first}+{self.second}@{self.rate_mbps:g}/{self.delay_ms:g}/"
                 f"{self.bdps:g}/{self.stagger_s:g}")
 
     @property
@@ -72,16 +75,16 @@ class Case:
 
 
 def parse_case(text: str) -> Case:
-    """`A:B@RATE/DELAY/BDPS[/STAGGER]`; UserError naming the item."""
+    """`A+B@RATE/DELAY/BDPS[/STAGGER]`; UserError naming the item."""
     try:
         pair, _, link = text.partition("@")
-        first, second = pair.split(":")
+        first, second = pair.split("+")  # a scheme's parameters take ':'
         numbers = [float(x) for x in link.split("/")]
         if len(numbers) not in (3, 4) or not first or not second:
             raise ValueError
     except ValueError:
-        raise UserError(f"--cases {text!r}: expected FIRST:SECOND@RATE/DELAY/BDPS[/STAGGER], "
-                        "e.g. cubic:bbr@24/20/1/5") from None
+        raise UserError(f"--cases {text!r}: expected FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER], "
+                        "e.g. cubic+bbr@24/20/1/5") from None
     case = Case(first, second, *numbers[:3], numbers[3] if len(numbers) == 4 else 0.0)
     if case.stagger_s < 0 or case.bdps <= 0:
         raise UserError(f"--cases {text!r}: the buffer must be positive and the stagger >= 0")
@@ -124,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES),
-                        help="comma-separated FIRST:SECOND@RATE/DELAY/BDPS[/STAGGER]")
+                        help="comma-separated FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER]")
     parser.add_argument("--seeds", type=int, default=5, help="simulated seeds 1..N")
     parser.add_argument("--runs", type=int, default=3, help="kernel runs per case")
     parser.add_argument("--duration-s", type=float, default=30.0)

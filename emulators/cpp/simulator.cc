@@ -16,6 +16,11 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
+double shared_ack_jitter_ms(const LinkSpec& link) {
+  const double packet_ms = kOpportunityBytes * 8 / 1000.0 / mean_rate_mbps(link.data);
+  return std::min(kSharedAckJitterPackets * packet_ms, kSharedAckJitterMaxMs);
+}
+
 uint64_t derive_seed(uint64_t seed, uint64_t part) { return seed * 0x9E3779B97F4A7C15ull + part; }
 
 void PacketLog::clear() {
@@ -31,7 +36,7 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
                      bool record_log)
     : link_(link), record_log_(record_log) {
   if (flows.empty()) throw std::invalid_argument("a simulation needs at least one flow");
-  if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = kSharedAckJitterMs;
+  if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = shared_ack_jitter_ms(link);
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
   ack_ = make_direction(link_.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
   data_->record_opportunities(record_log);

@@ -15,14 +15,18 @@
 namespace ccgym {
 
 // The ACK direction's timing noise on a link that several flows share, where the spec gives
-// none (ack_jitter_ms). Without it every ACK reaches its sender on the bottleneck's grid, the
-// flows' packets meet a full DropTail queue in the same order every round, and the seed
-// decides nothing: two cubic flows split a link 0.63/0.37 at every seed where kernel TCP
-// splits it anywhere in 0.40-0.60. Phase effects (Floyd and Jacobson 1991) need noise longer
-// than a packet's time at the bottleneck (0.5 ms at 24 Mbit/s) to break; kernel flows through
-// the link shell enter the link 0-1 ms off that grid (benchmarks/bench_fidelity.py). One flow
-// alone keeps the noiseless link: its figures are the contest's and the calibrated ones.
-inline constexpr double kSharedAckJitterMs = 2.0;
+// none (ack_jitter_ms): up to kSharedAckJitterPackets packet times (1500 bytes at the data
+// direction's mean rate; 1 ms at 24 Mbit/s), at most kSharedAckJitterMaxMs. Without it every
+// ACK reaches its sender on the bottleneck's grid, the flows' packets meet a full DropTail
+// queue in the same order every round, and the seed decides nothing (two cubic flows on
+// 24 Mbit/s, 20 ms, 1 BDP: the second keeps 0.374 at every seed, where kernel TCP's keeps
+// 0.40-0.58 from run to run). Phase effects (Floyd and Jacobson 1991) break only under noise
+// longer than one packet time (ns-2 randomises each send by up to about one); kernel flows
+// through the link shell enter the link at any phase of it. One flow alone keeps the
+// noiseless link: its figures are the contest's and the calibrated ones.
+inline constexpr double kSharedAckJitterPackets = 2;
+inline constexpr double kSharedAckJitterMaxMs = 5;
+double shared_ack_jitter_ms(const LinkSpec& link);
 
 struct FlowSpec {
   std::string scheme;  // a make_controller() spec, or "external" (window set from outside)

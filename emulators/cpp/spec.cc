@@ -332,6 +332,21 @@ std::string LinkSpec::to_string() const {
   return join(parts, ",");
 }
 
+double mean_rate_mbps(const DirectionSpec& spec) {
+  switch (resolve(spec, "", Failer{"direction: "})) {
+    case Kind::kTrace:
+      return cached_trace(spec.trace)->mean_mbps();
+    case Kind::kConstant:
+    case Kind::kPoisson:
+      return spec.rate_mbps;
+    case Kind::kBurst:
+      return spec.burst_packets * (kOpportunityBytes * 8 / 1000.0) / spec.burst_period_ms;
+    case Kind::kUnlimited:
+      break;
+  }
+  return 0;
+}
+
 std::unique_ptr<LinkDirection> make_direction(const DirectionSpec& spec, double delay_ms,
                                               bool once, uint64_t seed) {
   std::vector<std::string> parts;

@@ -62,6 +62,9 @@ struct LinkSpec {
 LinkSpec parse_link_spec(const std::string& text);
 std::vector<std::string> link_spec_keys();
 
+// A direction's mean rate (Mbit/s): its rate, its trace's or its bursts'; 0 if unlimited.
+double mean_rate_mbps(const DirectionSpec& spec);
+
 // Builds one direction from its spec. Traces are loaded once and shared.
 std::unique_ptr<LinkDirection> make_direction(const DirectionSpec& spec, double delay_ms,
                                               bool once, uint64_t seed);

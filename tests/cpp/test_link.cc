@@ -123,7 +123,9 @@ TEST(LinkDirection, JitterDelaysWithinItsBoundAndKeepsOrder) {
       const double sent = 0.1 * static_cast<double>(seq++);
       EXPECT_GE(a.arrival_ms, sent + 10);
       EXPECT_LT(a.arrival_ms, sent + 12);
-      if (!times.empty()) EXPECT_GE(a.arrival_ms, times.back());
+      if (!times.empty()) {
+        EXPECT_GE(a.arrival_ms, times.back());
+      }
       times.push_back(a.arrival_ms);
     }
     EXPECT_EQ(times.size(), 200u);
@@ -133,7 +135,9 @@ TEST(LinkDirection, JitterDelaysWithinItsBoundAndKeepsOrder) {
   EXPECT_EQ(first, arrivals(7));
   EXPECT_NE(first, arrivals(8));
   std::size_t delayed = 0;  // the draws are not all at the floor
-  for (std::size_t i = 0; i < first.size(); ++i) delayed += first[i] > 0.1 * i + 10.5;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    delayed += first[i] > 0.1 * static_cast<double>(i) + 10.5;
+  }
   EXPECT_GT(delayed, 50u);
 }
 
