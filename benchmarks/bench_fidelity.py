@@ -10,10 +10,10 @@ both send, after a 5 s ramp (measure.metrics.overlap_shares, as `ccgym eval --ag
 `ccgym run --against kernel:...` give it). Per case and clock: the shares, their mean,
 standard deviation (population) and min/max; the difference of the means (simulated minus
 kernel). Each real run gives its one-minute load average (real time suffers on a loaded
-machine). The simulator's links have its shared-link default ACK timing noise (two packet
-times, simulator.hh);
---sim-keys adds spec keys there only (ack_jitter_ms=0: the noiseless link). One JSON object
-to stdout, a table to stderr.
+machine) and when its second flow did start (ms after the first). The simulated links have
+the simulator's shared-link ACK timing noise (two packet times, simulator.hh); --sim-keys
+adds spec keys there only (ack_jitter_ms=0: the noiseless link). One JSON object to stdout,
+a table to stderr.
 
   python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,...] [--seeds 5] [--runs 5]
       [--duration-s 30] [--only sim|kernel] [--sim-keys ack_jitter_ms=0]
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.analysis.coexist import make_lineup, run_lineup
+from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
 from ccgym.emulators.link_names import link_from_spec
 from ccgym.emulators.links import Link
 from ccgym.errors import UserError
@@ -112,7 +112,7 @@ def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any
     --against kernel:B` runs it): the second flow's overlap share per run, with the load."""
     from ccgym.deploy.shell import run_in_shell
 
-    shares, loads = [], []
+    shares, loads, starts = [], [], []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
             real = run_in_shell(case.link().spec, [f"kernel:{case.first}",
@@ -120,7 +120,10 @@ def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any
                                 duration_s, seed + i, Path(tmp), interval_s=case.stagger_s)
         shares.append(overlap_shares(real.log, real.duration_ms).get(1, float("nan")))
         loads.append(round(os.getloadavg()[0], 2))
-    return {**spread(shares), "load_average_1min": loads}
+        # Where the second flow did start (a process launched on a busy machine starts late):
+        # on deep buffers a head start of a few hundred ms shifts the split.
+        starts.append(round(flow_starts_ms(real.log.columns())[-1], 1))
+    return {**spread(shares), "load_average_1min": loads, "second_start_ms": starts}
 
 
 def main() -> None:
