@@ -91,6 +91,10 @@ def parse_case(text: str) -> Case:
     return case
 
 
+def kernel_name(scheme: str) -> str:
+    return scheme.partition(":")[0]
+
+
 def spread(shares: list[float]) -> dict[str, Any]:
     values = np.asarray(shares, dtype=float)
     return {"shares": [round(float(v), 4) for v in values], "mean": float(values.mean()),
@@ -115,8 +119,10 @@ def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any
     shares, loads, starts = [], [], []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
-            real = run_in_shell(case.link().spec, [f"kernel:{case.first}",
-                                                   f"kernel:{case.second}"],
+            # The kernel's scheme of that name, with its own settings (cubic:hystart=1 is
+            # kernel:cubic, whose HyStart is on).
+            real = run_in_shell(case.link().spec, [f"kernel:{kernel_name(case.first)}",
+                                                   f"kernel:{kernel_name(case.second)}"],
                                 duration_s, seed + i, Path(tmp), interval_s=case.stagger_s)
         shares.append(overlap_shares(real.log, real.duration_ms).get(1, float("nan")))
         loads.append(round(os.getloadavg()[0], 2))

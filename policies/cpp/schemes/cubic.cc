@@ -7,7 +7,7 @@ namespace {
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double c = param(params, "c");
   const double beta = param(params, "beta");
-  return std::make_unique<Cubic>(c, beta);
+  return std::make_unique<Cubic>(c, beta, param(params, "hystart") != 0);
 }
 
 }  // namespace
@@ -16,7 +16,9 @@ SchemeEntry cubic_scheme() {
   return {{"cubic",
            "CUBIC (RFC 8312): slow start, cubic window growth, x beta on loss; fills the buffer",
            {{"c", 0.4, "cubic scaling constant (packets / s^3)", above(0)},
-            {"beta", 0.7, "multiplicative decrease factor on a loss event", in_open(0, 1)}}},
+            {"beta", 0.7, "multiplicative decrease factor on a loss event", in_open(0, 1)},
+            {"hystart", 0, "1: leave the first slow start on HyStart's delay test (Linux's)",
+             in_closed(0, 1)}}},
           &make};
 }
 

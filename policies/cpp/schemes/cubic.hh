@@ -8,7 +8,8 @@
 // from 1 with ssthresh = beta x window. It fills a droptail buffer until it
 // drops, then backs off by beta: a standing queue on deep buffers.
 // Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
-// at most 1.5x per RTT); no HyStart; no fast recovery (no retransmissions).
+// at most 1.5x per RTT); HyStart only as an option (hystart=1: its delay test, below);
+// no fast recovery (no retransmissions).
 #pragma once
 #include "policies/cpp/schemes/schemes.hh"
 
@@ -16,14 +17,19 @@ namespace ccgym::schemes {
 
 class Cubic final : public Controller {
  public:
-  Cubic(double c, double beta) : c_(c), beta_(beta), reno_alpha_(3 * (1 - beta) / (1 + beta)) {}
+  Cubic(double c, double beta, bool hystart = false)
+      : c_(c), beta_(beta), reno_alpha_(3 * (1 - beta) / (1 + beta)), hystart_(hystart) {}
 
   double window_size() override { return cwnd_; }
-  void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override { loss_.on_sent(seq); }
+  void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override {
+    loss_.on_sent(seq);
+    next_seq_ = seq + 1;
+  }
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
               double ack_ms) override {
     // send_ms, ack_ms: sender clock.
     rtt_.add(ack_ms - send_ms);
+    if (hystart_ && cwnd_ < ssthresh_) hystart_delay_test(seq, ack_ms - send_ms);
     if (loss_.on_ack(seq)) {
       on_loss();
     } else if (cwnd_ < ssthresh_) {
@@ -55,6 +61,23 @@ class Cubic final : public Controller {
   }
 
  private:
+  // HyStart's delay test (Ha and Rhee 2011; Linux's tcp_cubic.c): in the first slow start
+  // from a window of 16, the least RTT of a round's first 8 ACKs above the path's minimum
+  // by an eighth of it (4 to 16 ms) ends slow start at the current window, before the
+  // queue overflows. Beside a flow that already fills the queue, that is at once.
+  void hystart_delay_test(uint64_t seq, double rtt_ms) {
+    if (seq >= round_end_seq_) {  // a new round: the next one ends with what is sent now
+      round_end_seq_ = next_seq_;
+      round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
+      round_samples_ = 0;
+    }
+    if (cwnd_ < kHystartLowWindow || round_samples_ >= kHystartSamples) return;
+    round_min_rtt_ms_ = std::min(round_min_rtt_ms_, rtt_ms);
+    if (++round_samples_ < kHystartSamples) return;
+    const double threshold = std::clamp(rtt_.min() / 8, kHystartMinDelayMs, kHystartMaxDelayMs);
+    if (round_min_rtt_ms_ >= rtt_.min() + threshold) ssthresh_ = cwnd_;
+  }
+
   void on_loss() {
     in_epoch_ = false;
     // Fast convergence: a flow that lost before regaining W_max releases bandwidth.
@@ -89,6 +112,10 @@ class Cubic final : public Controller {
     cwnd_ = clamp_window(std::max(next, w_est_));
   }
 
+  static constexpr double kHystartLowWindow = 16;
+  static constexpr int kHystartSamples = 8;
+  static constexpr double kHystartMinDelayMs = 4;
+  static constexpr double kHystartMaxDelayMs = 16;
   // Linux's cap on the cubic increase: at most one packet per two ACKs.
   static constexpr double kMaxGrowthPerAck = 0.5;
   // Linux's growth when the window is at or above W_cubic: 1 packet per 100 RTTs.
@@ -107,6 +134,11 @@ class Cubic final : public Controller {
   double w_est_ = 0;
   RttEstimator rtt_;
   LossDetector loss_;
+  bool hystart_;
+  uint64_t next_seq_ = 0;
+  uint64_t round_end_seq_ = 0;
+  double round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
+  int round_samples_ = 0;
 };
 
 }  // namespace ccgym::schemes
