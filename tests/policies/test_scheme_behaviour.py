@@ -116,3 +116,25 @@ def test_c2tcp_keeps_its_delay_target_on_a_cellular_trace(tmp_path: Path) -> Non
     assert np.mean(c2tcp_delays < 61) > 0.8
     assert np.median(cubic.one_way_ms(0, 5_000, 60_000)) > 10 * np.median(c2tcp_delays)
     assert c2tcp.mbps(0, 5_000, 60_000) > 0.6 * cubic.mbps(0, 5_000, 60_000)
+
+
+def test_hystart_leaves_slow_start_before_the_buffer_overflows() -> None:
+    # 24 Mbit/s, 20 ms, a 4-BDP buffer: plain cubic doubles its window until the buffer drops
+    # packets; with HyStart's delay test it stops once the queue adds 5 ms (an eighth of the
+    # 40 ms RTT), so its first second loses nothing.
+    deep = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
+    plain, hystart = Run(deep, [("cubic", 0)], 1000), Run(deep, [("cubic:hystart=1", 0)], 1000)
+    assert plain.loss(0, 0, 1000) > 0.05
+    assert hystart.loss(0, 0, 1000) == 0
+
+
+def test_hystart_lets_bbr_keep_a_share_of_a_deep_buffer() -> None:
+    # bbr first, cubic beside it: plain cubic's slow start fills the 4-BDP buffer and bbr,
+    # which measures only what gets through, falls below a tenth of the link for the next
+    # seconds; beside HyStart's cubic it keeps about a sixth, as beside kernel cubic
+    # (benchmarks/bench_fidelity.py: 0.13-0.24 of the link over five real runs).
+    deep = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
+    plain = Run(deep, [("bbr", 0), ("cubic", 0)], 15_000)
+    hystart = Run(deep, [("bbr", 0), ("cubic:hystart=1", 0)], 15_000)
+    assert plain.mbps(0, 5000, 15_000) < 0.05 * 24
+    assert hystart.mbps(0, 5000, 15_000) > 0.1 * 24
