@@ -85,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     if space.has_competitors:
         check_shared(schemes, flows=1)
     search = found.Search(space, args.scheme, baselines, args.seeds, args.seed, args.duration_s)
-    search.check()
 
     start = time.monotonic()
     with tqdm(total=args.trials, desc="search", unit="trial", disable=args.no_progress,
@@ -94,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
         def progress(point: found.Point) -> None:
             worst_gap[0] = max(worst_gap[0], point.gap)
-            bar.set_postfix_str(f"largest gap {worst_gap[0]:.2f}")
+            bar.set_postfix_str(f"largest gap {worst_gap[0]:.2f}", refresh=False)
             bar.update()
 
         points = found.run_search(search, args.trials, progress)
@@ -131,10 +130,10 @@ def write_outputs(args: argparse.Namespace, search: found.Search, points: list[f
                   kept: list[found.Point], seconds: float, out: TextIO) -> None:
     """-o (loaded back as a link set before it replaces anything), --json, --plot."""
     with atomic_path(args.output) as tmp:
-        tmp.write_text(found.found_link_set(search, kept, len(points)))
+        tmp.write_text(found.found_link_set(search, kept, len(points), str(args.output)))
         load_link_set(tmp)  # the file must be a link set every verb accepts
-    print(f"wrote {args.output}; the gaps again at other seeds: "
-          f"{found.replay_command(search, str(args.output))}", file=out)
+    print(f"wrote {args.output}; scored as the search scored it (another --seed: at seeds it "
+          f"never used): {found.replay_command(search, str(args.output))}", file=out)
     if args.json is not None:
         atomic_write_json(args.json, {
             "scheme": search.scheme, "baselines": list(search.baselines),

@@ -411,10 +411,11 @@ def plot_search(points: Sequence[Mapping[str, Any]], title: str,
     mappable = None
     for i, delivery in enumerate(deliveries):
         mine = [p for p in points if p["delivery"] == delivery]
+        marker = MARKERS[i % len(MARKERS)]
         mappable = ax.scatter([p["rate_mbps"] for p in mine], [p["delay_ms"] for p in mine],
                               c=[p["gap"] for p in mine], cmap="coolwarm", norm=norm, s=40,
-                              marker=MARKERS[i % len(MARKERS)], edgecolors="grey",
-                              linewidths=0.5, label=delivery)
+                              marker=marker, edgecolors="grey", linewidths=0.5)
+        ax.scatter([], [], marker=marker, color="grey", label=delivery)  # the colour is the gap's
     kept = [p for p in points if p["kept"]]
     ax.scatter([p["rate_mbps"] for p in kept], [p["delay_ms"] for p in kept], s=160,
                facecolors="none", edgecolors="black", linewidths=1.5,

@@ -171,8 +171,9 @@ def worst(points: Sequence[Point], keep: int) -> list[Point]:
     return sorted(points, key=lambda p: (-p.gap, p.number))[:keep]
 
 
-def found_link_set(search: Search, kept: Sequence[Point], trials: int) -> str:
-    """The kept links as a link set (configs/links form): each link's source says its gap."""
+def found_link_set(search: Search, kept: Sequence[Point], trials: int, path: str) -> str:
+    """The kept links as a link set (configs/links form) to be written at `path`: each link's
+    source says its gap."""
     tables = []
     for point in kept:
         table = dict(point.table)
@@ -181,11 +182,11 @@ def found_link_set(search: Search, kept: Sequence[Point], trials: int) -> str:
                            f"{point.score:.3f}, {best} {point.baselines[best]:.3f} (gap "
                            f"{point.gap:.3f}; seeds {search.seed}-{search.seed + search.seeds - 1})")
         tables.append(table)
-    replay = replay_command(search, "FOUND.toml")
+    replay = replay_command(search, path)
     comment = (f"Found by ccgym search: the {len(kept)} links of {trials} trials where "
                f"{search.scheme} falls furthest below the best of {', '.join(search.baselines)}."
-               f"\nSpace: {search.space.path}; search seed {search.seed}.\nThe gaps again: "
-               f"{replay}")
+               f"\nSpace: {search.space.path}; search seed {search.seed}.\nScored as the "
+               f"search scored it (another --seed: at seeds it never used):\n{replay}")
     description = (f"Where {search.scheme} loses: the worst {len(kept)} of {trials} links drawn "
                    f"from {search.space.path.name}")
     return link_set_text(SEARCH_GROUP, description, tables, comment)
