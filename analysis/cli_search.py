@@ -30,8 +30,10 @@ from ccgym.analysis import search as found
 from ccgym.analysis.cli_eval import parse_schemes
 from ccgym.analysis.coexist import check_shared
 from ccgym.analysis.evaluate import validate_schemes
+from ccgym.deploy.shell import is_kernel_scheme
 from ccgym.emulators.link_space import DEFAULT_SPACE, find_space, load_space
 from ccgym.emulators.links import load_link_set
+from ccgym.errors import UserError
 from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream
 from ccgym.policies.policy_path import resolve_policy_path
 
@@ -81,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     space = load_space(space_path)
     baselines = tuple(parse_schemes(args.baselines, "--baselines"))
     schemes = [args.scheme, *baselines]
+    for scheme in schemes:
+        if is_kernel_scheme(scheme):
+            raise UserError(f"{scheme}: kernel TCP runs in real time, and a search makes "
+                            "thousands of runs: give a scheme the simulator runs")
     validate_schemes(schemes)
     if space.has_competitors:
         check_shared(schemes, flows=1)

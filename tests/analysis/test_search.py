@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import signal
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -136,6 +139,7 @@ def test_a_bad_space_is_one_line_naming_the_file_and_key(text: str, message: str
     (["--baselines", "cubic,,bbr"], "--baselines 'cubic,,bbr': an empty item"),
     (["--scheme", "oracle", "--space", "default"],
      "oracle: its ideal window assumes the link is its own"),
+    (["--baselines", "cubic,kernel:cubic"], "kernel:cubic: kernel TCP runs in real time"),
     (["-o", "{d}/found.json"], "name it .toml"),
     (["-o", "{space}"], "is also an input"),
 ])
@@ -166,3 +170,23 @@ def test_a_learned_policy_is_searched_alike_twice(tmp_path: Path) -> None:
     assert _without_times(first) == _without_times(second)
     assert first_text.replace("a.toml", "b.toml") == second_text  # the replay names its file
     assert all(math.isfinite(t["score"]) for t in first["trials"])  # its runs delivered
+
+
+def test_ctrl_c_mid_search_writes_nothing(tmp_path: Path) -> None:
+    space = tmp_path / "space.toml"
+    space.write_text(RATE_SPACE)
+    argv = [sys.executable, "-m", "ccgym.cli", "search", "--scheme", "fixed:5", "--space",
+            str(space), "--trials", "2000", "--duration-s", "20", "-o", str(tmp_path / "f.toml"),
+            "--json", str(tmp_path / "t.json")]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    seen = ""
+    while "search:" not in seen:  # the progress bar: the search has begun
+        char = process.stderr.read(1)
+        assert char, "ended before its progress bar"
+        seen += char
+    process.send_signal(signal.SIGINT)
+    err = seen + process.stderr.read()
+    assert process.wait(timeout=600) == 130, err
+    assert err.rstrip().endswith("ccgym search: interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.toml"]
