@@ -49,9 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--space", default=DEFAULT_SPACE,
                         help=f"the link space: a TOML file or a packaged space's name "
                              f"(default: {DEFAULT_SPACE})")
-    parser.add_argument("--baselines", default=",".join(found.DEFAULT_BASELINES),
+    parser.add_argument("--baselines",
                         help="the classic schemes whose best the scheme is measured against "
-                             f"(default: {','.join(found.DEFAULT_BASELINES)})")
+                             f"(default: {','.join(found.DEFAULT_BASELINES)}, less the scheme)")
     parser.add_argument("--trials", type=flags.count(1, flags.MAX_TRIALS), default=DEFAULT_TRIALS,
                         help=f"links to try (default {DEFAULT_TRIALS})")
     parser.add_argument("--seeds", type=flags.count(1, flags.MAX_RUNS), default=3,
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, output in (("-o", args.output), ("--json", args.json), ("--plot", args.plot)):
         check_not_input(output, inputs, flag)
     space = load_space(space_path)
-    baselines = tuple(parse_schemes(args.baselines, "--baselines"))
+    baselines = _baselines(args.baselines, args.scheme)
     schemes = [args.scheme, *baselines]
     for scheme in schemes:
         if is_kernel_scheme(scheme):
@@ -110,6 +110,18 @@ def run(args: argparse.Namespace) -> int:
     print(format_found(search, kept, len(points), seconds), file=out)
     write_outputs(args, search, points, kept, seconds, out)
     return 0
+
+
+def _baselines(text: str | None, scheme: str) -> tuple[str, ...]:
+    """--baselines, or the defaults less the scheme itself: a scheme is never its own
+    baseline (its gap could not be above 0)."""
+    if text is None:
+        return tuple(b for b in found.DEFAULT_BASELINES if b != scheme)
+    baselines = tuple(parse_schemes(text, "--baselines"))
+    if scheme in baselines:
+        raise UserError(f"--baselines {text}: {scheme} is the scheme searched; it cannot be its "
+                        "own baseline")
+    return baselines
 
 
 def format_found(search: found.Search, kept: list[found.Point], trials: int,

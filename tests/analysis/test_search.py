@@ -140,6 +140,7 @@ def test_a_bad_space_is_one_line_naming_the_file_and_key(text: str, message: str
     (["--scheme", "oracle", "--space", "default"],
      "oracle: its ideal window assumes the link is its own"),
     (["--baselines", "cubic,kernel:cubic"], "kernel:cubic: kernel TCP runs in real time"),
+    (["--baselines", "cubic,fixed:5"], "fixed:5 is the scheme searched"),
     (["-o", "{d}/found.json"], "name it .toml"),
     (["-o", "{space}"], "is also an input"),
 ])
@@ -190,3 +191,12 @@ def test_ctrl_c_mid_search_writes_nothing(tmp_path: Path) -> None:
     assert process.wait(timeout=600) == 130, err
     assert err.rstrip().endswith("ccgym search: interrupted")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["space.toml"]
+
+
+def test_a_default_baseline_searched_is_not_its_own_baseline(tmp_path: Path) -> None:
+    space = tmp_path / "space.toml"
+    space.write_text(RATE_SPACE)
+    trials, _, text = search(tmp_path, "--scheme", "copa", "--space", str(space), "--trials",
+                             "1", "--seeds", "1", "--duration-s", "2")
+    assert trials["baselines"] == ["cubic", "bbr", "vegas"]
+    assert "--schemes copa,cubic,bbr,vegas " in text  # the replay command eval accepts
