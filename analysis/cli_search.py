@@ -10,8 +10,7 @@ worst links (--keep) are written as a link set that every verb takes (-o), all t
 JSON (--json), and where in the space the scheme loses as a plot (--plot). Examples:
 
   ccgym search --scheme fixed:5 --trials 30 -o found.toml
-  ccgym search --scheme lstm:runs/mixed --trials 100 --seeds 3 -o found.toml --json trials.json \
-      --plot where.png
+  ccgym search --scheme lstm:runs/mixed --trials 80 -o found.toml --json trials.json --plot where.png
   ccgym search --scheme vegas --space my-space.toml --baselines cubic,bbr -o found.toml
   ccgym eval --links found.toml --schemes lstm:runs/mixed,cubic,bbr,vegas,copa --seed 101 --runs 3
 """
