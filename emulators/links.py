@@ -37,7 +37,7 @@ from typing import Any
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
-from ccgym.files import cache_root, read_toml, unknown_key
+from ccgym.files import cache_root, read_toml, toml_value, unknown_key
 
 LINK_SET_SUFFIX = ".toml"
 PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
@@ -380,22 +380,8 @@ def link_set_text(group: str, description: str, tables: list[dict[str, Any]],
     """A link set file holding `tables` ([[link]] tables as build_links takes them): what
     load_link_set reads back to the same tables. `comment` opens the file as # lines."""
     lines = [f"# {line}".rstrip() for line in comment.splitlines()]
-    lines += [*([""] if lines else []), f"group = {_toml_value(group)}",
-              f"description = {_toml_value(description)}"]
+    lines += [*([""] if lines else []), f"group = {toml_value(group)}",
+              f"description = {toml_value(description)}"]
     for table in tables:
-        lines += ["", "[[link]]", *(f"{key} = {_toml_value(value)}" for key, value in table.items())]
+        lines += ["", "[[link]]", *(f"{key} = {toml_value(value)}" for key, value in table.items())]
     return "\n".join(lines) + "\n"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, (int, float)):
-        return repr(value)  # Python's shortest round-trip form is TOML's too (inf, nan, 1e-05)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {value!r}")
