@@ -234,6 +234,8 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
         train_fallback=_absolute_entries(links.train_fallback, base),
         validation=_absolute_entries(links.validation, base),
         validation_fallback=_absolute_entries(links.validation_fallback, base))
+    # A space file, as a link set file, is found beside the config; a name is a packaged space.
+    config.curriculum.space = rebase_entry(config.curriculum.space, base)
     if config.ppo.init_from:
         # Run folders live under the working directory (runs/), not beside the config file.
         config.ppo.init_from = str(Path(config.ppo.init_from).expanduser().resolve())

@@ -162,7 +162,8 @@ class CurriculumSection:
                            "every, 2 x every, ...); 0: no curriculum. DAgger only: its "
                            "rollouts take new links between iterations.", NON_NEGATIVE)
     space: str = described("default", "The link space searched: a packaged space's name or a "
-                           "TOML file (configs/spaces/default.toml documents the keys). Its "
+                           "TOML file, relative to the config file (configs/spaces/default.toml "
+                           "documents the keys). Its "
                            "competitors are dropped from the links trained on: give a space of "
                            "links alone.")
     trials: int = described(30, "Links tried in each search.", POSITIVE)

@@ -93,3 +93,14 @@ def test_a_bad_space_fails_before_training(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "missing.toml" in err
     assert not out.exists() or not any(out.rglob("checkpoint.pt"))
+
+
+def test_a_space_file_is_found_beside_the_config(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "space.toml").write_text(SPACE)
+    config_path = tmp_path / "configs" / "mine.toml"
+    config_path.write_text('extends = "quick"\n[curriculum]\nevery = 2\nspace = "space.toml"\n')
+    monkeypatch.chdir(tmp_path)  # not where the space is
+    assert load_config(config_path).curriculum.space == str(tmp_path / "configs" / "space.toml")
+    config_path.write_text('extends = "quick"\n[curriculum]\nevery = 2\n')
+    assert load_config(config_path).curriculum.space == "default"  # a packaged space
