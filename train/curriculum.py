@@ -5,7 +5,8 @@ A round is `ccgym search` run as its own process on the policy saved beside the 
 (curriculum/round-N-policy.pt), seeded by the run's seed and the round, so a resumed run
 repeats a round it had not finished exactly. The search is the verb a user runs, not a copy
 of it; it sits above the trainer, so the trainer calls it rather than importing it. The round's
-found links (curriculum/round-N.toml) and every trial (round-N.json) stay in the run folder.
+found links (curriculum/round-N.toml), every trial (round-N.json) and the space searched (the
+configured one less its competitors: space.toml) stay in the run folder.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccgym.emulators.link_space import find_space, load_space
+from ccgym.emulators.link_space import NO_COMPETITOR, find_space, load_space
 from ccgym.emulators.links import load_link_set
 from ccgym.errors import UserError
+from ccgym.files import atomic_write_text, read_toml, toml_value
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.sections import CurriculumSection, TrainConfig
 
@@ -29,7 +31,7 @@ FOLDER = "curriculum"  # inside the run folder
 
 @dataclass
 class Round:
-    specs: list[str]  # the links found, as specs (their competitors dropped)
+    specs: list[str]  # the links found, as specs
     gap: float        # the largest gap of the round's search
 
 
@@ -51,9 +53,10 @@ def run_round(config: TrainConfig, run_dir: Path, policy: LstmPolicy, number: in
     folder.mkdir(exist_ok=True)
     policy_file = folder / f"round-{number}-policy.pt"
     policy.save(policy_file)
+    space = alone_space(section.space, folder)
     found, trials = folder / f"round-{number}.toml", folder / f"round-{number}.json"
     argv = [sys.executable, "-m", "ccgym.cli", "search", "--scheme", f"lstm:{policy_file}",
-            "--space", section.space, "--baselines", ",".join(section.baselines),
+            "--space", str(space), "--baselines", ",".join(section.baselines),
             "--trials", str(section.trials), "--seeds", str(section.seeds),
             "--seed", str(config.run.seed + number), "--keep", str(section.keep),
             "--duration-s", f"{section.duration_s:g}", "-o", str(found), "--json", str(trials),
@@ -64,6 +67,17 @@ def run_round(config: TrainConfig, run_dir: Path, policy: LstmPolicy, number: in
         raise UserError(f"[curriculum] round {number}: ccgym search failed: {last}")
     gap = max(trial["gap"] for trial in json.loads(trials.read_text())["trials"])
     return Round([link.spec for link in load_link_set(found)], gap)
+
+
+def alone_space(name_or_path: str, folder: Path) -> Path:
+    """The space as written, less its competitors (folder/space.toml): a training link is a
+    spec, which carries no competitor, so a round searches the links as they will be trained
+    on ([links] competitors say what shares them in an episode)."""
+    doc = read_toml(find_space(name_or_path), "link space")
+    doc["competitors"] = [NO_COMPETITOR]
+    path = folder / "space.toml"
+    atomic_write_text(path, "".join(f"{key} = {toml_value(value)}\n" for key, value in doc.items()))
+    return path
 
 
 def mix(train_specs: Sequence[str], found: Sequence[str], weight: float) -> list[str]:

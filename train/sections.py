@@ -163,9 +163,8 @@ class CurriculumSection:
                            "rollouts take new links between iterations.", NON_NEGATIVE)
     space: str = described("default", "The link space searched: a packaged space's name or a "
                            "TOML file, relative to the config file (configs/spaces/default.toml "
-                           "documents the keys). Its "
-                           "competitors are dropped from the links trained on: give a space of "
-                           "links alone.")
+                           "documents the keys). Searched less its competitors: a training "
+                           "link shares its episodes with what [links] competitors say.")
     trials: int = described(30, "Links tried in each search.", POSITIVE)
     seeds: int = described(2, "Runs (seeds) of each scheme on each link tried.", POSITIVE)
     keep: int = described(2, "The worst links of each search that join the training links.",
