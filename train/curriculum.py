@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ccgym.emulators.link_space import NO_COMPETITOR, find_space, load_space
 from ccgym.emulators.links import load_link_set
+from ccgym.envs.scoring import validate_simulated_schemes
 from ccgym.errors import UserError
 from ccgym.files import atomic_write_text, read_toml, toml_value
 from ccgym.policies.lstm import LstmPolicy
@@ -41,9 +42,15 @@ def due(section: CurriculumSection, finished: int) -> bool:
 
 
 def check(section: CurriculumSection) -> None:
-    """A bad space fails before training, not at the first round."""
-    if section.every:
-        load_space(find_space(section.space))
+    """A bad space or baseline fails before training, not at the first round."""
+    if not section.every:
+        return
+    load_space(find_space(section.space))
+    for scheme in section.baselines:
+        try:
+            validate_simulated_schemes([scheme])
+        except UserError as e:
+            raise UserError(f"[curriculum] baselines: {scheme!r}: {e}") from None
 
 
 def run_round(config: TrainConfig, run_dir: Path, policy: LstmPolicy, number: int) -> Round:

@@ -86,13 +86,20 @@ def test_rounds_add_the_found_links_and_a_resumed_run_equals_a_straight_one(tmp_
     assert [e.value for e in events.Scalars("curriculum/links")] == [1]
 
 
-def test_a_bad_space_fails_before_training(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("space, curriculum, message", [
+    ("missing.toml", {}, "missing.toml"),
+    ("space.toml", {"baselines": ["reno"]}, "[curriculum] baselines: 'reno'"),
+])
+def test_a_bad_space_or_baseline_fails_before_training(space: str, curriculum: dict,
+                                                       message: str, tmp_path: Path,
+                                                       capsys) -> None:
+    (tmp_path / "space.toml").write_text(SPACE)
     config_path = tmp_path / "tiny.toml"
-    config_path.write_text(to_toml(parse_config(doc(tmp_path / "missing.toml"))))
+    config_path.write_text(to_toml(parse_config(doc(tmp_path / space, **curriculum))))
     out = tmp_path / "runs"
     assert main(["train", str(config_path), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "missing.toml" in err
+    assert err.count("\n") == 1 and message in err
     assert not out.exists() or not any(out.rglob("checkpoint.pt"))
 
 
