@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.evaluate import run_scheme, validate_schemes
-from ccgym.emulators.links import Link
+from ccgym.emulators.links import FIRST_CHOICES, Link
 from ccgym.envs.scoring import (STEPPED_SCHEMES, Run, aggregate, check_flow_starts, link_duration_ms,
                                 omniscient_runs, run_flows_stepped, score_simulation,
                                 stepped_scheme_factory)
 from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics
 
-FIRST_CHOICES = ("competitors", "scheme")  # which starts first; the rest follow, interval apart
 HARM_REFERENCE = "cubic"  # the flow whose harm is measured, and the baseline's second flow
 EXTERNAL = "external"  # a simulator flow whose window Python decides
 
@@ -225,13 +224,13 @@ def _link_rows(link: Link, schemes: Sequence[str], competitors: Sequence[str], f
                 if victim is not None else [])
     for scheme in schemes:
         bar.set_postfix_str(f"{link.name}: {scheme}")
+        # cubic runs again, not taken from the baseline: its harm of zero then shows that the
+        # same seeds give the same runs.
+        scheme_runs = runs_on_link(link, scheme, competitors, first, seeds, duration_ms,
+                                   interval_s)
         if not competitors:
-            scheme_runs = run_scheme(link, scheme, seeds, duration_ms)
             rows.append(aggregate(link, scheme, [r.metrics for r in scheme_runs]))
         else:
-            # cubic runs again, not taken from the baseline: its harm of zero then shows that
-            # the same seeds give the same runs.
-            scheme_runs = run_lineup(link, scheme, lineup, seeds, duration_ms, interval_s * 1e3)
             row = shared_row(link, scheme, lineup, scheme_runs, interval_s)
             if victim is not None:
                 row.update(harm(scheme_runs, baseline, victim))
@@ -239,3 +238,13 @@ def _link_rows(link: Link, schemes: Sequence[str], competitors: Sequence[str], f
         runs.extend(scheme_runs)
         bar.update()
     return rows, runs
+
+
+def runs_on_link(link: Link, scheme: str, competitors: Sequence[str], first: str,
+                 seeds: Sequence[int], duration_ms: float, interval_s: float) -> list[Run]:
+    """One scheme on one link once per seed, alone or beside `competitors` (flows `interval_s`
+    apart, `first` starting first); each run scored with the scheme's own flow's figures."""
+    if not competitors:
+        return run_scheme(link, scheme, seeds, duration_ms)
+    lineup = make_lineup(HARM_REFERENCE, competitors, first)
+    return run_lineup(link, scheme, lineup, seeds, duration_ms, interval_s * 1e3)

@@ -394,3 +394,38 @@ def plot_calibration(measured: Mapping[str, Point], emulated: Mapping[str, Point
     ax.grid(True, which="both", alpha=GRID_ALPHA)
     _legend(fig, ax)
     _write_png(fig, path)
+
+
+def plot_search(points: Sequence[Mapping[str, Any]], title: str,
+                path: str | os.PathLike[str]) -> None:
+    """A search's trials over rate x one-way delay (both log): colour the gap to the best
+    baseline (red: the scheme loses), the marker the delivery process, a ring the links kept.
+    Each point: rate_mbps, delay_ms, delivery, gap, kept."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    fig, ax = _figure(title)
+    gaps = [p["gap"] for p in points]
+    reach = max(1e-6, *(abs(g) for g in gaps))
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-reach, vmax=reach)  # white where it draws level
+    deliveries = sorted({p["delivery"] for p in points})
+    mappable = None
+    for i, delivery in enumerate(deliveries):
+        mine = [p for p in points if p["delivery"] == delivery]
+        marker = MARKERS[i % len(MARKERS)]
+        mappable = ax.scatter([p["rate_mbps"] for p in mine], [p["delay_ms"] for p in mine],
+                              c=[p["gap"] for p in mine], cmap="coolwarm", norm=norm, s=40,
+                              marker=marker, edgecolors="grey", linewidths=0.5)
+        ax.scatter([], [], marker=marker, color="grey", label=delivery)  # the colour is the gap's
+    kept = [p for p in points if p["kept"]]
+    ax.scatter([p["rate_mbps"] for p in kept], [p["delay_ms"] for p in kept], s=160,
+               facecolors="none", edgecolors="black", linewidths=1.5,
+               label=f"kept: the worst {len(kept)}")
+    if mappable is not None:
+        fig.colorbar(mappable, ax=ax, label="gap to the best baseline (> 0: the scheme loses)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rate (Mbit/s, log scale)")
+    ax.set_ylabel("one-way delay (ms, log scale)")
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+    _legend(fig, ax)
+    _write_png(fig, path)

@@ -39,6 +39,8 @@ VERBS = {
                 "list the congestion-control schemes, their parameters, defaults and ranges"),
     "suite": ("ccgym.analysis.cli_suite",
               "every scheme and policy on every evaluation group: the suite's leaderboard"),
+    "search": ("ccgym.analysis.cli_search",
+               "find the links where a scheme falls furthest behind the best classic baseline"),
     "oracle": ("ccgym.oracle.cli_oracle", "the ideal window of each link and its score"),
     "train": ("ccgym.train.cli_train", "train an LSTM policy with DAgger from a TOML config"),
     "ensemble": ("ccgym.policies.cli_ensemble",

@@ -37,7 +37,7 @@ from typing import Any
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
-from ccgym.files import cache_root, read_toml, unknown_key
+from ccgym.files import cache_root, read_toml, toml_value, unknown_key
 
 LINK_SET_SUFFIX = ".toml"
 PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
@@ -56,6 +56,8 @@ _ANY_SCALAR = (str, int, float, bool)
 LINK_META_KEYS = ("name", "source")
 # Not part of the link itself: the classic flows that share it when `ccgym eval` runs a scheme.
 COMPETITORS_KEY = "competitors"
+# Beside competitors, which flow starts first (the others follow an interval apart).
+FIRST_CHOICES = ("competitors", "scheme")
 SYNTHETIC_KEYS = {"synthetic_trace": "trace", "ack_synthetic_trace": "ack_trace"}
 TRACE_KEYS = ("trace", "ack_trace")
 TOP_LEVEL_KEYS = ("group", "description", "link")
@@ -270,23 +272,26 @@ def spec_keys() -> tuple[str, ...]:
 
 
 def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
-    """A [[link]] table's `competitors`: a list of classic scheme names, each checked by the
-    C++ factory (learned schemes and the oracle decide in Python, not beside a link)."""
-    from ccgym.emulators import _core
-
+    """A [[link]] table's `competitors`: a list of classic scheme names (check_competitor)."""
     value = table.get(COMPETITORS_KEY, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UserError(f"{where}: {COMPETITORS_KEY} must be a list of scheme names, "
                         f'e.g. ["cubic"], got {value!r}')
     for scheme in value:
-        if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
-            raise UserError(f"{where}: {COMPETITORS_KEY}: {scheme!r} is not a classic scheme")
-        try:
-            _core.validate_scheme(scheme)
-        except ValueError as e:
-            raise UserError(f"{where}: {COMPETITORS_KEY}: {e} (a competitor is a classic "
-                            "scheme: `ccgym eval --help` lists them)") from None
+        check_competitor(scheme, f"{where}: {COMPETITORS_KEY}")
     return tuple(value)
+
+
+def check_competitor(scheme: str, where: str) -> None:
+    """UserError unless `scheme` can compete beside a link's evaluated flow: a classic scheme,
+    which the C++ factory builds (learned schemes and the oracle decide in Python)."""
+    if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
+        raise UserError(f"{where}: {scheme!r} is not a classic scheme")
+    try:
+        _core.validate_scheme(scheme)
+    except ValueError as e:
+        raise UserError(f"{where}: {e} (a competitor is a classic scheme: `ccgym eval --help` "
+                        "lists them)") from None
 
 
 def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
@@ -346,8 +351,14 @@ def load_link_set(path: str | os.PathLike) -> list[Link]:
     """
     path = Path(path)
     doc = _read_toml(path)
-    tables = _link_tables(path, doc)
-    group = doc["group"]
+    tables = _link_tables(path, doc)  # checks the top-level keys, `group` among them
+    return build_links(path, doc["group"], tables)
+
+
+def build_links(path: Path, group: str, tables: list[dict[str, Any]]) -> list[Link]:
+    """The links of [[link]] tables as a link set at `path` holds them (errors name the path;
+    relative traces are taken from its folder): load_link_set's work after reading the file,
+    for tables built in Python (ccgym search draws them) that must mean what the file would."""
     drafts = []
     seen: dict[str, int] = {}
     for index, table in enumerate(tables):
@@ -360,3 +371,17 @@ def load_link_set(path: str | os.PathLike) -> list[Link]:
     return [Link(name=name, group=group, spec=_canonical(spec, f"{path}: link {name}"),
                  source=source, competitors=competitors)
             for name, source, spec, competitors in drafts]
+
+
+# ---------------------------------------------------------------- writing TOML
+
+def link_set_text(group: str, description: str, tables: list[dict[str, Any]],
+                  comment: str = "") -> str:
+    """A link set file holding `tables` ([[link]] tables as build_links takes them): what
+    load_link_set reads back to the same tables. `comment` opens the file as # lines."""
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
+    lines += [*([""] if lines else []), f"group = {toml_value(group)}",
+              f"description = {toml_value(description)}"]
+    for table in tables:
+        lines += ["", "[[link]]", *(f"{key} = {toml_value(value)}" for key, value in table.items())]
+    return "\n".join(lines) + "\n"

@@ -54,11 +54,17 @@ class Variation:
         return not (self.delay_ms or self.queue_bdp or self.ack)
 
 
-def _queue(spec: str, delay_ms: float, bdps: float) -> str:
+def queue_for_bdps(rate_mbps: float, delay_ms: float, bdps: float) -> str:
+    """The queue spec of `bdps` BDPs of DropTail buffer (at least MIN_QUEUE_PACKETS) on a link
+    of that mean rate and one-way delay; 0 BDPs: an infinite queue."""
     if bdps == 0:
         return "infinite"
-    bdp = bdp_packets(mean_rate_mbps(spec), delay_ms)
+    bdp = bdp_packets(rate_mbps, delay_ms)
     return f"droptail:packets={max(MIN_QUEUE_PACKETS, math.ceil(bdps * bdp))}"
+
+
+def _queue(spec: str, delay_ms: float, bdps: float) -> str:
+    return queue_for_bdps(mean_rate_mbps(spec), delay_ms, bdps)
 
 
 def _variant(link: Link, delay_ms: float | None, queue_bdp: float | None,

@@ -16,7 +16,6 @@ of its parameters, which is what the Gaussian process assumes.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import warnings
@@ -28,6 +27,7 @@ import numpy as np
 
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import PACKET_BYTES
+from ccgym.emulators.links import link_set_text
 from ccgym.interrupts import handlers_kept
 from ccgym.measure.measurements import Measured, Measurements
 from ccgym.measure.metrics import delay_p95_ms, throughput_mbps
@@ -288,23 +288,13 @@ class Calibration:
 
 def link_set_toml(params: LinkParams, name: str, description: str, source: str) -> str:
     """A one-link TOML link set (configs/links format) holding the calibrated link."""
-    def quoted(text: str) -> str:
-        return json.dumps(text)  # a JSON string is a valid TOML basic string
+    def rounded(value: float) -> float:
+        return float(f"{value:.6g}")
 
-    return "\n".join([
-        f"group = {quoted('calibrated')}",
-        f"description = {quoted(description)}",
-        "",
-        "[[link]]",
-        f"name = {quoted(name)}",
-        f"source = {quoted(source)}",
-        f"rate_mbps = {params.rate_mbps:.6g}",
-        f"delay_ms = {params.delay_ms:.6g}",
-        f"delivery = {quoted(params.delivery)}",
-        f"queue = {quoted(f'droptail:packets={params.queue_packets}')}",
-        f"loss = {params.loss:.6g}",
-        "",
-    ])
+    return link_set_text("calibrated", description, [{
+        "name": name, "source": source, "rate_mbps": rounded(params.rate_mbps),
+        "delay_ms": rounded(params.delay_ms), "delivery": params.delivery,
+        "queue": f"droptail:packets={params.queue_packets}", "loss": rounded(params.loss)}])
 
 
 # ---------------------------------------------------------------- Ray

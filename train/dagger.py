@@ -363,6 +363,9 @@ class Dagger(Trainer):
             finally:
                 self._pool = None
 
+    def use_train_specs(self, train_specs: Sequence[str]) -> None:
+        self._train_specs = list(train_specs)  # each collect builds its tasks from them
+
     def stages(self, iteration: int) -> int:
         d = self.config.dagger
         return math.ceil(d.rollouts_per_iteration / self.config.run.num_envs) + d.epochs

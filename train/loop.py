@@ -24,6 +24,7 @@ import torch
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import atomic_torch_save, load_torch_file
+from ccgym.train import curriculum
 from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.registry import trainer_class
@@ -45,6 +46,7 @@ class RunState:
     reference: dict[str, float] = field(default_factory=dict)  # oracle, best baseline
     env_steps: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
+    curriculum: list[str] = field(default_factory=list)  # links its rounds found, as specs
 
 
 def new_state(config: TrainConfig) -> RunState:
@@ -68,7 +70,7 @@ def save_checkpoint(path: Path, state: RunState) -> None:
         "algorithm": state.trainer.name, "iteration": state.iteration,
         "early_stopping": state.early_stopping.to_dict(), "reference": dict(state.reference),
         "env_steps": state.env_steps, "history": list(state.history),
-        "trainer": state.trainer.state_dict(),
+        "curriculum": list(state.curriculum), "trainer": state.trainer.state_dict(),
     }, path)
 
 
@@ -93,6 +95,7 @@ def load_checkpoint(path: Path, config: TrainConfig) -> RunState:
         state.early_stopping = _early_stopping(config, data["early_stopping"])
         state.iteration, state.env_steps = int(data["iteration"]), int(data["env_steps"])
         state.reference, state.history = dict(data["reference"]), list(data["history"])
+        state.curriculum = [str(spec) for spec in data.get("curriculum", [])]
     except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as e:
         # The right format, damaged inside (or written by a ccgym whose layout differs).
         raise UserError(f"{path}: a damaged checkpoint ({type(e).__name__}: "
@@ -143,6 +146,8 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
         return state
     with (_open_run(config, folder, state, progress, say) as run, sigterm_as_interrupt(),
           state.trainer.session(run.train_specs)):
+        if state.curriculum:  # resumed after a curriculum round: its links are trained on
+            state.trainer.use_train_specs(_mixed(run, state))
         while state.iteration < config.run.iterations and not state.early_stopping.stopped:
             _iteration(run, state)
     return state
@@ -192,6 +197,8 @@ def _iteration(run: _Run, state: RunState) -> None:
     from tqdm import tqdm
 
     trainer, k = state.trainer, state.iteration + 1
+    if curriculum.due(run.config.curriculum, state.iteration):
+        _curriculum_round(run, state)
     with tqdm(total=trainer.stages(k) + 1, desc=f"iteration {k}/{run.config.run.iterations}",
               unit="stage", disable=not run.progress, leave=False) as bar:
         progress = Progress(bar)
@@ -205,6 +212,27 @@ def _iteration(run: _Run, state: RunState) -> None:
     state.env_steps += rollouts.env_steps
     steps_per_second = rollouts.env_steps / rollout_s if rollout_s > 0 else 0.0
     _record(run, state, k, figures, scores, steps_per_second)
+
+
+def _mixed(run: _Run, state: RunState) -> list[str]:
+    return curriculum.mix(run.train_specs, state.curriculum, run.config.curriculum.weight)
+
+
+def _curriculum_round(run: _Run, state: RunState) -> None:
+    """A search with the current policy; its worst links join the training mix."""
+    k = state.iteration + 1
+    number = state.iteration // run.config.curriculum.every
+    run.say(f"curriculum round {number}: searching {run.config.curriculum.space} with the "
+            "current policy")
+    found = curriculum.run_round(run.config, run.folder.path, state.trainer.policy, number)
+    state.curriculum = [*state.curriculum, *found.specs]
+    state.trainer.use_train_specs(_mixed(run, state))
+    share = curriculum.share(run.train_specs, state.curriculum, run.config.curriculum.weight)
+    for tag, value in (("curriculum/gap", found.gap), ("curriculum/links", len(state.curriculum)),
+                       ("curriculum/share", share)):
+        run.writer.add_scalar(tag, value, k)
+    run.say(f"curriculum round {number}: largest gap {found.gap:.3f}; {len(state.curriculum)} "
+            f"links found so far, {share:.0%} of the episodes")
 
 
 def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[str, float],

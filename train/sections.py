@@ -153,6 +153,38 @@ class LinksSection:
 
 
 @dataclass
+class CurriculumSection:
+    """Genet's curriculum: every few iterations, `ccgym search` with the current policy finds
+    the links of a space where it falls furthest behind the best classic baseline, and the
+    worst of them join the training links."""
+
+    every: int = described(0, "Every how many iterations a search runs (after iterations "
+                           "every, 2 x every, ...); 0: no curriculum. DAgger only: its "
+                           "rollouts take new links between iterations.", NON_NEGATIVE)
+    space: str = described("default", "The link space searched: a packaged space's name or a "
+                           "TOML file, relative to the config file (configs/spaces/default.toml "
+                           "documents the keys). Searched less its competitors: a training "
+                           "link shares its episodes with what [links] competitors say.")
+    trials: int = described(30, "Links tried in each search.", POSITIVE)
+    seeds: int = described(2, "Runs (seeds) of each scheme on each link tried.", POSITIVE)
+    keep: int = described(2, "The worst links of each search that join the training links.",
+                          POSITIVE)
+    weight: float = described(0.3, "The share of training episodes drawn from the links found "
+                              "(all rounds' together); the rest from [links] train.", FRACTION)
+    baselines: list[str] = described(["cubic", "bbr", "vegas", "copa"], "The classic schemes "
+                                     "whose best the policy is measured against.",
+                                     LIST_OF_STRINGS)
+    duration_s: float = described(10.0, "Simulated seconds of each search run.", POSITIVE)
+
+    def check(self, config: TrainConfig) -> tuple[str, str] | None:
+        if self.every and config.algorithm.name != "dagger":
+            return "curriculum.every", (f"the curriculum needs the dagger trainer (its rollouts "
+                                        f"take new links between iterations), got "
+                                        f"{config.algorithm.name}")
+        return None
+
+
+@dataclass
 class ModelSection:
     """The LSTM policy (policies/lstm.py)."""
 
@@ -327,6 +359,7 @@ class PpoSection:
 class TrainConfig:
     run: RunSection = field(default_factory=RunSection)
     links: LinksSection = field(default_factory=LinksSection)
+    curriculum: CurriculumSection = field(default_factory=CurriculumSection)
     model: ModelSection = field(default_factory=ModelSection)
     optimizer: OptimizerSection = field(default_factory=OptimizerSection)
     eval: EvalSection = field(default_factory=EvalSection)

@@ -91,6 +91,11 @@ class Trainer(ABC):
         """Holds what the iterations share open (workers, pools) around them."""
         yield
 
+    def use_train_specs(self, train_specs: Sequence[str]) -> None:
+        """Trains on these links from the next collect on (the curriculum's mix). A trainer
+        whose workers hold their links from the session's start cannot."""
+        raise NotImplementedError(f"the {self.name} trainer keeps its links for the whole run")
+
     @abstractmethod
     def stages(self, iteration: int) -> int:
         raise NotImplementedError

@@ -21,6 +21,7 @@ from ccgym.envs.scoring import (aggregate, check_run_length, link_duration_ms, s
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.lstm_scheme import LstmScheme
+from ccgym.train import curriculum
 from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
 
 
@@ -110,6 +111,7 @@ def check_config(config: TrainConfig) -> None:
             raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
     resolve_link_entries(config.links.train, "train")
     resolve_validation_links(config)
+    curriculum.check(config.curriculum)
     if config.run.ray_address:
         from ccgym.train.pool import check_address
 

@@ -64,6 +64,10 @@ VERBS = {
         "calibrate", *map(str, i["measured"]), "--trials", "1", "--sim-runs", "1",
         "--no-progress", "-o", out],
         lambda d: len(tomllib.loads(d.decode())["link"]) == 1, ".toml", True, "measured0"),
+    "search -o": Verb("search -o", lambda i, out: [
+        "search", "--scheme", "fixed:5", "--space", str(i["space"]), "--baselines", "cubic",
+        "--trials", "1", "--seeds", "1", "--duration-s", "1", "--no-progress", "-o", out],
+        lambda d: len(tomllib.loads(d.decode())["link"]) == 1, ".toml", True, "space"),
     "oracle --json": Verb("oracle --json", lambda i, out: [
         "oracle", "--links", str(i["links"]), "--duration-s", RUN_S,
         "--no-progress", "--json", out], lambda d: len(json.loads(d)) == 1, ".json", True,
@@ -72,7 +76,8 @@ VERBS = {
 
 
 def make_inputs(folder: Path) -> dict[str, Path]:
-    """Small real inputs for every verb: a link set, eval rows, a policy, measured runs."""
+    """Small real inputs for every verb: a link set, eval rows, a policy, measured runs, a
+    link space."""
     folder.mkdir(parents=True, exist_ok=True)
     links = folder / "set.toml"
     links.write_text('group = "g"\ndescription = "one link"\n'
@@ -97,8 +102,10 @@ def make_inputs(folder: Path) -> dict[str, Path]:
              "throughput_mbps": tput, "delay_p95_ms": delay, "mode": "real-time",
              "clock": "synchronized", "duration_s": 2.0, "seed": 1}]))
         measured.append(path)
+    space = folder / "space.toml"
+    space.write_text('rate_mbps = 12\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\n')
     return {"links": links, "rows": rows, "policy": policy, "measured": measured,
-            "measured0": measured[0]}
+            "measured0": measured[0], "space": space}
 
 
 @dataclass

@@ -115,6 +115,8 @@ CASES = {
     "eval a million runs": ([*EVAL, "--runs", "1000000"], "--runs: must be an integer in 1..100"),
     "calibrate a million trials": (["calibrate", "{d}/none.json", "--trials", "1000000"],
                                    "--trials: must be an integer in 1..2000"),
+    "search a million trials": (["search", "--scheme", "cubic", "-o", "{d}/f.toml", "--trials",
+                                 "1000000"], "--trials: must be an integer in 1..2000"),
     "links generate a million traces": (["links", "generate", "--out", "{d}/gen", "--count",
                                          "1000000"], "--count: must be an integer in 1..10000"),
     "receive bind elsewhere": (["receive", "--port", "9", "--bind", "192.0.2.1"], "192.0.2.1"),

@@ -1,0 +1,204 @@
+"""Where does a scheme lose? A search of a link space for the links on which its score falls
+furthest below the best classic baseline's: Genet's gap-to-baseline objective (Xia et al.,
+SIGCOMM 2022).
+
+A point of the search is a link drawn from the space (emulators/link_space.py). On it the
+scheme and every baseline run once per seed (seeds seed..seed+K-1, as `ccgym eval --seed S
+--runs K` runs them, with the same engine: analysis/coexist.py's runs_on_link), each scored
+by its own flow's mean score over the seeds; the point's gap is the best baseline's score minus
+the scheme's. A positive gap is a link where some classic scheme does better. Optuna's TPE
+sampler, seeded, proposes the points: the same seed, trials and space give the same search.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ccgym.analysis.coexist import runs_on_link
+from ccgym.emulators.link_facts import DEFAULT_DURATION_MS
+from ccgym.emulators.link_space import LinkSpace
+from ccgym.emulators.links import Link, build_links, link_set_text
+from ccgym.envs.scoring import MIN_RUN_RTTS, check_flow_starts, link_duration_ms
+from ccgym.errors import UserError
+from ccgym.flags import MAX_TRIALS
+
+DEFAULT_BASELINES = ("cubic", "bbr", "vegas", "copa")
+SEARCH_GROUP = "search"
+# A run that delivers nothing scores -inf (measure/metrics.py), and one too short to measure
+# NaN; the search needs a number to rank, so both count as this floor: 1 kbit/s at a 10 s
+# delay, below any run that delivers. (+inf, a zero delay, cannot occur: a space's delays are
+# above 0.)
+SCORE_FLOOR = math.log(1e-3) - math.log(10_000.0)
+
+
+@dataclass
+class Point:
+    """One trial: the link drawn, each scheme's mean score over the seeds, and the gap."""
+
+    number: int
+    table: dict[str, Any]     # the link as a [[link]] table
+    link: Link
+    params: dict[str, Any]    # what the sampler chose (the table holds them rounded)
+    score: float              # the searched scheme's
+    baselines: dict[str, float]
+    seconds: float
+
+    @property
+    def best_baseline(self) -> str:
+        return max(self.baselines, key=lambda name: self.baselines[name])
+
+    @property
+    def gap(self) -> float:
+        return self.baselines[self.best_baseline] - self.score
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial": self.number, "link": self.link.name, "spec": self.link.spec,
+                "competitors": list(self.link.competitors), "params": self.params,
+                "table": self.table,
+                "gap": self.gap, "score": self.score, "best_baseline": self.best_baseline,
+                "baseline_scores": self.baselines, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class Search:
+    """What to search: the scheme against the baselines over a space, K seeds a point."""
+
+    space: LinkSpace
+    scheme: str
+    baselines: tuple[str, ...] = DEFAULT_BASELINES
+    seeds: int = 3
+    seed: int = 1
+    duration_s: float | None = None  # None: a trace once, other links 30 s (as ccgym eval)
+
+    @property
+    def run_seeds(self) -> list[int]:
+        return [self.seed + k for k in range(self.seeds)]
+
+    def check(self) -> None:
+        """UserError for a space whose runs could not be measured: a run shorter than
+        MIN_RUN_RTTS at the longest delay, or a competitor that would start after its end."""
+        space = self.space
+        durations_s = ({self.duration_s} if self.duration_s is not None else
+                       {space.trace_s if d == "cellular" else DEFAULT_DURATION_MS / 1000.0
+                        for d in space.deliveries})
+        shortest_s = min(durations_s)
+        longest_rtt_s = 2 * space.ranges["delay_ms"].high / 1000.0
+        if shortest_s < MIN_RUN_RTTS * longest_rtt_s:
+            raise UserError(f"{space.path}: runs of {shortest_s:g} s are shorter than "
+                            f"{MIN_RUN_RTTS} RTTs at its longest delay "
+                            f"({space.ranges['delay_ms'].high:g} ms one way); give a longer "
+                            "--duration-s or cellular.trace_s, or a shorter delay_ms.max")
+        if space.has_competitors and space.interval_s >= shortest_s:
+            raise UserError(f"{space.path}: interval_s {space.interval_s:g}: the second flow "
+                            f"would start after the run's end ({shortest_s:g} s)")
+
+    def trace_seed(self, number: int) -> int:
+        """The seed of trial `number`'s generated trace: distinct for each (seed, trial)."""
+        return self.seed * (MAX_TRIALS + 1) + number
+
+    def score(self, link: Link, scheme: str) -> float:
+        """The mean score of the scheme's own flow on the link over the run seeds."""
+        duration_ms = link_duration_ms(link, self.duration_s)
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors),
+                          self.space.interval_s)
+        runs = runs_on_link(link, scheme, link.competitors, self.space.first, self.run_seeds,
+                            duration_ms, self.space.interval_s)
+        return float(np.mean([_finite(run.metrics.score) for run in runs]))
+
+    def point(self, number: int, trial: Any) -> Point:
+        """Trial `number`: a link drawn by `trial`, scored for the scheme and each baseline."""
+        start = time.monotonic()
+        table = self.space.draw(trial, f"t{number}", self.trace_seed(number))
+        table["name"] = link_name(number, table)
+        link = build_links(self.space.path, SEARCH_GROUP, [table])[0]
+        score = self.score(link, self.scheme)
+        baselines = {name: self.score(link, name) for name in self.baselines}
+        return Point(number, table, link, dict(trial.params), score, baselines,
+                     time.monotonic() - start)
+
+
+def _finite(score: float) -> float:
+    return score if math.isfinite(score) else SCORE_FLOOR
+
+
+def link_name(number: int, table: dict[str, Any]) -> str:
+    """A found link's name: the trial and what sets the link apart, e.g.
+    t12-cellular-37.2mbps-8.5ms-2bdp-beside-bbr."""
+    trace = table.get("synthetic_trace")
+    delivery = "cellular" if trace else table["delivery"]
+    rate = trace["mean_mbps"] if trace else table["rate_mbps"]
+    queue = table["queue"]
+    parts = [f"t{number}", delivery, f"{rate:g}mbps", f"{table['delay_ms']:g}ms",
+             "inf-queue" if queue == "infinite" else f"{queue.rpartition('=')[2]}pkts"]
+    if table.get("loss"):
+        parts.append(f"loss{table['loss']:g}")
+    if "ack_delivery" in table or "ack_synthetic_trace" in table:
+        parts.append("own-ack")
+    parts += [f"beside-{c}" for c in table.get("competitors", [])]
+    return "-".join(parts)
+
+
+Progress = Callable[[Point], None]
+
+
+def run_search(search: Search, trials: int, progress: Progress | None = None) -> list[Point]:
+    """`trials` points proposed by a seeded TPE sampler to maximize the gap; in trial order."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    search.check()
+    study = optuna.create_study(direction="maximize",
+                                sampler=optuna.samplers.TPESampler(seed=search.seed))
+    points = []
+    for number in range(trials):
+        trial = study.ask()
+        point = search.point(number, trial)
+        study.tell(trial, point.gap)
+        points.append(point)
+        if progress is not None:
+            progress(point)
+    return points
+
+
+def worst(points: Sequence[Point], keep: int) -> list[Point]:
+    """The `keep` points of the largest gap, largest first (ties: the earlier trial)."""
+    return sorted(points, key=lambda p: (-p.gap, p.number))[:keep]
+
+
+def found_link_set(search: Search, kept: Sequence[Point], trials: int, path: str) -> str:
+    """The kept links as a link set (configs/links form) to be written at `path`: each link's
+    source says its gap."""
+    tables = []
+    for point in kept:
+        table = dict(point.table)
+        best = point.best_baseline
+        table["source"] = (f"ccgym search trial {point.number}: {search.scheme} scores "
+                           f"{point.score:.3f}, {best} {point.baselines[best]:.3f} (gap "
+                           f"{point.gap:.3f}; seeds {search.seed}-{search.seed + search.seeds - 1})")
+        tables.append(table)
+    replay = replay_command(search, path)
+    comment = (f"Found by ccgym search: the {len(kept)} links of {trials} trials where "
+               f"{search.scheme} falls furthest below the best of {', '.join(search.baselines)}."
+               f"\nSpace: {search.space.path}; search seed {search.seed}.\nScored as the "
+               f"search scored it (another --seed: at seeds it never used):\n{replay}")
+    description = (f"Where {search.scheme} loses: the worst {len(kept)} of {trials} links drawn "
+                   f"from {search.space.path.name}")
+    return link_set_text(SEARCH_GROUP, description, tables, comment)
+
+
+def replay_command(search: Search, found: str) -> str:
+    """The `ccgym eval` command that scores the found links as the search did."""
+    words = ["ccgym eval --links", found, "--schemes",
+             ",".join([search.scheme, *search.baselines]), "--seed", str(search.seed),
+             "--runs", str(search.seeds)]
+    if search.duration_s is not None:
+        words += ["--duration-s", f"{search.duration_s:g}"]
+    if search.space.has_competitors:
+        words += ["--first", search.space.first, "--interval-s", f"{search.space.interval_s:g}"]
+    return " ".join(words)

@@ -1,0 +1,93 @@
+"""A search's worst links, and whether they stay bad at seeds the search never used.
+
+Runs `ccgym search` for one scheme or policy over a space (default: the packaged default
+space), then scores the links it kept again with `ccgym eval` at other seeds (--recheck-seed
+.. +K-1) and prints, per kept link, the gap the search measured and the gap measured again,
+with the share that remains (issue 57's goal: at least 80% of each gap), and the search's time
+per link (how many links fit in a time budget on this machine).
+
+Prints one JSON object on stdout. Examples:
+
+  python benchmarks/bench_search.py --scheme copa --trials 20
+  python benchmarks/bench_search.py --scheme lstm:mixed-shared.pt --trials 80 --out bench-search
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CCGYM = [sys.executable, "-m", "ccgym.cli"]
+REMAINING_GOAL = 0.8  # issue 57: at least 80% of each gap re-measured at unseen seeds
+
+
+def search(args: argparse.Namespace, out: Path) -> tuple[dict, float]:
+    trials = out / "trials.json"
+    start = time.monotonic()
+    subprocess.run([*CCGYM, "search", "--scheme", args.scheme, "--space", args.space,
+                    "--trials", str(args.trials), "--seeds", str(args.seeds), "--seed",
+                    str(args.seed), "--keep", str(args.keep), "-o", str(out / "found.toml"),
+                    "--json", str(trials), "--plot", str(out / "where.png"), "--no-progress"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return json.loads(trials.read_text()), time.monotonic() - start
+
+
+def recheck(found: dict, out: Path, seed: int) -> dict[str, dict[str, float]]:
+    """Each kept link's scores (scheme -> mean score) at seeds seed..seed+K-1, as the replay
+    command in the found set's comment gives them with another --seed."""
+    replay = next(line for line in (out / "found.toml").read_text().splitlines()
+                  if line.startswith("# ccgym eval "))
+    argv = shlex.split(replay.removeprefix("# "))[1:]
+    argv[argv.index("--seed") + 1] = str(seed)
+    rows_file = out / f"recheck-seed{seed}.json"
+    subprocess.run([*CCGYM, *argv, "--json", str(rows_file), "--no-progress"], check=True,
+                   stdout=subprocess.DEVNULL)
+    scores: dict[str, dict[str, float]] = {}
+    for row in json.loads(rows_file.read_text()):
+        scores.setdefault(row["link"], {})[row["scheme"]] = row["score"]
+    return scores
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scheme", default="copa", help="the scheme or lstm:POLICY to search")
+    parser.add_argument("--space", default="default")
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=int, default=5)
+    parser.add_argument("--recheck-seed", type=int, default=101,
+                        help="first seed of the re-measurement (the search used seed..seed+K-1)")
+    parser.add_argument("--out", default="bench-search", help="the search's outputs go here")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    found, seconds = search(args, out)
+    scores = recheck(found, out, args.recheck_seed)
+    links = []
+    for number in found["kept"]:
+        trial = found["trials"][number]
+        again = scores[trial["link"]]
+        gap = max(again[b] for b in found["baselines"]) - again[found["scheme"]]
+        links.append({"link": trial["link"], "search_gap": trial["gap"], "gap_again": gap,
+                      "remaining": gap / trial["gap"] if trial["gap"] > 0 else None})
+    remaining = [link["remaining"] for link in links if link["remaining"] is not None]
+    print(json.dumps({
+        "scheme": args.scheme, "space": found["space"], "trials": args.trials,
+        "seeds": found["seeds"], "recheck_seeds": [args.recheck_seed + k
+                                                   for k in range(args.seeds)],
+        "wall_s": seconds, "s_per_link": seconds / args.trials, "kept": links,
+        "least_remaining": min(remaining) if remaining else None,
+        "goal_met": bool(remaining) and min(remaining) >= REMAINING_GOAL,
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
