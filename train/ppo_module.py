@@ -30,7 +30,7 @@ from torch import nn
 
 from ccgym.policies.lstm import LstmPolicy
 
-# How far below the greedy action's logit any action's is kept (see _logits).
+# How far below the greedy action's logit any action's is kept (see action_logits).
 LOGIT_RANGE = 30.0
 
 
@@ -65,7 +65,7 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
         zeros = np.zeros(self.policy.hidden_size, dtype=np.float32)
         return {"h": zeros, "c": zeros.copy()}
 
-    def _lstm(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def lstm_outputs(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The LSTM over (B, T, obs_dim) from STATE_IN; outputs (B, T, hidden) and STATE_OUT."""
         state = batch[Columns.STATE_IN]
         out, (h, c) = self.policy.lstm(batch[Columns.OBS],
@@ -73,16 +73,16 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
         return out, {"h": h.squeeze(0), "c": c.squeeze(0)}
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
+        out, state = self.lstm_outputs(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.action_logits(out, batch),
                 Columns.STATE_OUT: state}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
+        out, state = self.lstm_outputs(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.action_logits(out, batch),
                 Columns.STATE_OUT: state, Columns.EMBEDDINGS: out}
 
-    def _logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
+    def action_logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
         logits = self.policy.logits(lstm_out, batch[Columns.OBS]) / self.temperature
         # Over the temperature, a far action's logit (/2 from 30 packets: -480) underflows to a
         # probability of exactly 0, and torch's KL divergence is then infinite. e^-30 of the
@@ -92,5 +92,5 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is None:
-            embeddings, _ = self._lstm(batch)
+            embeddings, _ = self.lstm_outputs(batch)
         return self.value_head(embeddings).squeeze(-1)
