@@ -206,6 +206,8 @@ class WholeEpisodeRunner(EnvRunner):
     spaces, metrics and sampling loop its two kinds share. A subclass builds its env
     (make_env), its module (make_module), and runs one round (sample_round)."""
 
+    env: Any  # what make_env builds (the base declares it None until then)
+
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
         # The spaces the algorithm hands a runner that builds no env (the driver's, beside
@@ -226,9 +228,10 @@ class WholeEpisodeRunner(EnvRunner):
     def assert_healthy(self) -> None:
         assert self.env is not None and self.module is not None, "the env runner is not built"
 
-    def sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
-               explore: bool = True, random_actions: bool = False, force_reset: bool = False,
-               seed: int | None = None) -> list[SingleAgentEpisode]:
+    def sample(  # type: ignore[override]  # the base takes any keywords; RLlib's runners name these
+            self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
+            explore: bool = True, random_actions: bool = False, force_reset: bool = False,
+            seed: int | None = None) -> list[SingleAgentEpisode]:
         """At least num_episodes whole episodes: rounds of one episode in every slot, the first
         round's reset seeded with seed (None: each slot's generator goes on)."""
         if num_episodes is None or num_timesteps is not None or random_actions:
@@ -321,7 +324,7 @@ class BatchedEnvRunner(WholeEpisodeRunner):
         with the env config's arguments."""
         if self.env is not None:
             self.env.close()
-        self.env = gym.make_vec(self.config.env, num_envs=self.num_envs,
+        self.env = gym.make_vec(cast(str, self.config.env), num_envs=self.num_envs,
                                 vectorization_mode=self.config.gym_env_vectorize_mode,
                                 **self.config.env_config)
 

@@ -65,15 +65,7 @@ def private_rllib_uses(sources: dict[str, str]) -> list[str]:
     found: list[str] = []
     ray_names: set[str] = set()  # what the files import from ray
     for name, tree in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ray":
-                for alias in node.names:
-                    ray_names.add(alias.asname or alias.name)
-                    if private(alias.name):
-                        found.append(f"{name}:{node.lineno}: imports {alias.name}")
-            elif isinstance(node, ast.Import):
-                ray_names.update((a.asname or a.name).split(".")[0] for a in node.names
-                                 if a.name.split(".")[0] == "ray")
+        found += [f"{name}:{line}: imports {what}" for line, what in _ray_imports(tree, ray_names)]
     classes = {node.name: node for tree in trees.values() for node in ast.walk(tree)
                if isinstance(node, ast.ClassDef)}
     rllib: set[str] = set()  # classes deriving from RLlib's, through ccgym's or not
@@ -92,6 +84,22 @@ def private_rllib_uses(sources: dict[str, str]) -> list[str]:
     for name, tree in trees.items():
         found += [f"{name}:{line}: {what}" for line, what in _attribute_uses(tree, rllib, own)]
     return found
+
+
+def _ray_imports(tree: ast.Module, ray_names: set[str]) -> list[tuple[int, str]]:
+    """Adds the names the tree binds to ray's modules and members to ray_names; (line, name)
+    of each underscored one it imports."""
+    private_imports = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ray":
+            for alias in node.names:
+                ray_names.add(alias.asname or alias.name)
+                if private(alias.name):
+                    private_imports.append((node.lineno, alias.name))
+        elif isinstance(node, ast.Import):
+            ray_names.update((a.asname or a.name).split(".")[0] for a in node.names
+                             if a.name.split(".")[0] == "ray")
+    return private_imports
 
 
 def _attribute_uses(tree: ast.Module, rllib: set[str], own: set[str]) -> list[tuple[int, str]]:
