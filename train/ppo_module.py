@@ -9,6 +9,11 @@ The recurrent state is {"h", "c"}, each (hidden_size,) per sequence: RLlib's env
 from step to step and store it in the episodes, and its learner connectors cut the episodes into
 max_seq_len chunks that start from the stored states (truncated backpropagation through time).
 
+`_forward` and `_forward_train` are underscored but public: they are the hooks RLlib's RLModule
+documents as the methods a custom module implements (its forward_exploration,
+forward_inference and forward_train call them); nothing else of RLlib's underscored is
+touched (tests/train/test_ppo_public_rllib.py).
+
 model_config keys: hidden_size; max_seq_len (the chunk length); temperature (the log_change
 head's logits are divided by it for the action distribution PPO samples and learns: see [ppo]
 log_change_temperature; the greedy action is the same); init_policy (optional: an
