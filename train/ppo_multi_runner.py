@@ -46,13 +46,13 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.utils import seeding
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from ccgym.emulators import _core
 from ccgym.envs.link_env import EnvConfig, observation_space
 from ccgym.envs.multi_agent import agent_id
 from ccgym.envs.shared_link import SharedLinks
+from ccgym.train.ppo_module import LstmActorCritic
 from ccgym.train.ppo_multi import MODULE_ID, FairShare
 from ccgym.train.ppo_runner import BatchActor, Rollout, WholeEpisodeRunner
 
@@ -106,7 +106,7 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
         rows = links.first_step()
         obs = np.array(rows.obs, dtype=np.float32)
         module = self.module[MODULE_ID]
-        assert isinstance(module, TorchRLModule)  # the PPO config's module
+        assert isinstance(module, LstmActorCritic)  # the PPO config's module
         actor = BatchActor(module, explore, links.num_rows)
         rollout = Rollout(obs=[obs])
         acting = rows.active.copy()  # the rows that act in the next step

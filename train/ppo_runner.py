@@ -18,7 +18,7 @@ private members is read, set or overridden (tests/train/test_ppo_public_rllib.py
 
 `sample(num_episodes=..., explore=..., seed=...)` samples whole episodes in rounds, each round
 one episode in every slot stepped together: per step, one forward of the module on every
-row's observation at once (its public forward_exploration), the action drawn from the
+row's observation at once (the module's own `act`), the action drawn from the
 module's exploration distribution (as RLlib's GetActions connector draws it), one step of the
 env, and the step's arrays appended to a Rollout. The episodes are built once at the end, as
 numpy'd SingleAgentEpisodes holding what RLlib's runner stores (observations, actions,
@@ -48,7 +48,6 @@ from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.distribution import Distribution
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
 from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
@@ -56,6 +55,8 @@ from ray.rllib.utils.metrics import (EPISODE_LEN_MEAN, EPISODE_RETURN_MAX, EPISO
                                      EPISODE_RETURN_MIN, NUM_ENV_STEPS_SAMPLED,
                                      NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_EPISODES,
                                      NUM_EPISODES_LIFETIME, WEIGHTS_SEQ_NO)
+
+from ccgym.train.ppo_module import LstmActorCritic
 
 
 @dataclass
@@ -162,8 +163,10 @@ class BatchActor:
     """An env runner's torch module acting for a batch of rows, each with its own recurrent
     state: one forward for all of them per step."""
 
-    def __init__(self, module: TorchRLModule, explore: bool, rows: int) -> None:
-        self.forward = module.forward_exploration if explore else module.forward_inference
+    def __init__(self, module: LstmActorCritic, explore: bool, rows: int) -> None:
+        # The runner's inference-only copy is never trained: eval mode once, for every step.
+        module.eval()
+        self.forward = module.act
         self.dist_class = (module.get_exploration_action_dist_cls() if explore
                            else module.get_inference_action_dist_cls())
         self.explore = explore
@@ -350,7 +353,7 @@ class BatchedEnvRunner(WholeEpisodeRunner):
             list[SingleAgentEpisode], int]:
         """One episode in every slot of the vector env, all stepped together."""
         env, module = cast(gym.vector.VectorEnv, self.env), self.module
-        assert isinstance(module, TorchRLModule)  # the PPO config's module
+        assert isinstance(module, LstmActorCritic)  # the PPO config's module
         obs, _ = env.reset(seed=seed)
         obs = np.array(obs, dtype=np.float32)
         actor = BatchActor(module, explore, len(obs))
