@@ -65,6 +65,14 @@ def flow_steps(episode) -> int:
     return episode.agent_steps() if hasattr(episode, "agent_episodes") else len(episode)
 
 
+def rllib_sample(runner) -> tuple[list, int, float]:
+    """sample_episodes on RLlib's own runner: one episode per slot, not reseeded (RLlib has no
+    public door for that; the rate does not depend on it)."""
+    started = time.perf_counter()
+    episodes = runner.sample(num_episodes=runner.num_envs, explore=True)
+    return episodes, sum(len(e) for e in episodes), time.perf_counter() - started
+
+
 def bench_ppo(config, specs: list[str], rounds: int, build=ppo.algorithm_config,
               rllib_runner: bool = False) -> dict[str, float]:
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -81,7 +89,8 @@ def bench_ppo(config, specs: list[str], rounds: int, build=ppo.algorithm_config,
             for k in range(rounds + 1):
                 started = time.perf_counter()
                 results = algo.env_runner_group.foreach_env_runner(
-                    functools.partial(ppo.sample_episodes, seed=config.run.seed, iteration=k + 1),
+                    rllib_sample if rllib_runner else functools.partial(
+                        ppo.sample_episodes, seed=config.run.seed, iteration=k + 1),
                     local_env_runner=False)
                 sampled = time.perf_counter()
                 episodes = [e for r in results for e in r[0]]

@@ -3,9 +3,11 @@
 RLlib does the reinforcement learning: its env runners (Ray actors, `workers` of them; with
 workers = 0 one in this process) step the registered "ccgym/Link-v0" through its native vector
 env and sample actions from the module (train/ppo_module.py: the project's LstmPolicy plus a
-value head), one batched step for all envs (train/ppo_runner.py: RLlib's runner without its
-per-env connector work); its learner connectors cut the episodes into max_seq_len chunks, bootstrap the
-truncated ends and compute GAE; its PPO learner minibatches and steps Adam. The reward is the
+value head), one batched step for all envs (train/ppo_runner.py: ccgym's runner on RLlib's
+public EnvRunner base, without RLlib's per-env connector work); its learner connectors cut the
+episodes into max_seq_len chunks, bootstrap the truncated ends and compute GAE; its PPO
+learner minibatches and steps Adam. ccgym uses RLlib's public API only (its documented
+RLModule hooks included), on the Ray minor release pyproject.toml names. The reward is the
 documented one of envs/link_env.py, multiplied by [ppo] reward_scale (the shape is unchanged).
 
 Ppo is a trainer on the loop every trainer shares (train/loop.py: validation, best-keeping,
@@ -141,24 +143,16 @@ def _step_ms() -> float:
 def sample_episodes(runner: Any, seed: int, iteration: int) -> tuple[list[Any], int, float]:
     """One episode per slot of one env runner (runs inside it); (episodes, environment steps,
     seconds)."""
-    from ccgym.train.ppo_runner import WholeEpisodes
-
     s = stream_seed(seed, iteration, SAMPLE_STREAM, runner.worker_index)
-    # RLlib reseeds the env with _seed when a sample of whole episodes resets it; there is no
-    # public setter. Torch's generator draws the actions.
-    if not hasattr(runner, "_seed"):  # else every iteration would replay the same episodes
-        raise RuntimeError("this RLlib's env runner has no _seed: ccgym cannot reseed it")
-    runner._seed = s
+    # The seed resets the runner's envs; torch's generator draws the actions.
     torch.manual_seed(s)
     np.random.seed(s)
     random.seed(s)
     started = time.perf_counter()
-    episodes = runner.sample(num_episodes=runner.num_envs, explore=True)
-    # ccgym's runners count the steps of their simulations (the multi-agent one returns an
-    # episode per learned flow); RLlib's own return one episode per simulation.
-    steps = runner.env_steps_sampled if isinstance(runner, WholeEpisodes) \
-        else sum(len(e) for e in episodes)
-    return episodes, steps, time.perf_counter() - started
+    episodes = runner.sample(num_episodes=runner.num_envs, explore=True, seed=s)
+    # The steps of the runner's simulations (the multi-agent one returns an episode per
+    # learned flow).
+    return episodes, runner.env_steps_sampled, time.perf_counter() - started
 
 
 def _learner_call(algo: Any, function: Callable[[Any], Any]) -> Any:

@@ -9,6 +9,11 @@ The recurrent state is {"h", "c"}, each (hidden_size,) per sequence: RLlib's env
 from step to step and store it in the episodes, and its learner connectors cut the episodes into
 max_seq_len chunks that start from the stored states (truncated backpropagation through time).
 
+`_forward` and `_forward_train` are underscored but public: they are the hooks RLlib's RLModule
+documents as the methods a custom module implements (its forward_exploration,
+forward_inference and forward_train call them); nothing else of RLlib's underscored is
+touched (tests/train/test_ppo_public_rllib.py).
+
 model_config keys: hidden_size; max_seq_len (the chunk length); temperature (the log_change
 head's logits are divided by it for the action distribution PPO samples and learns: see [ppo]
 log_change_temperature; the greedy action is the same); init_policy (optional: an
@@ -30,7 +35,7 @@ from torch import nn
 
 from ccgym.policies.lstm import LstmPolicy
 
-# How far below the greedy action's logit any action's is kept (see _logits).
+# How far below the greedy action's logit any action's is kept (see action_logits).
 LOGIT_RANGE = 30.0
 
 
@@ -65,7 +70,8 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
         zeros = np.zeros(self.policy.hidden_size, dtype=np.float32)
         return {"h": zeros, "c": zeros.copy()}
 
-    def _lstm(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def lstm_outputs(self, batch: dict[str, Any]) -> tuple[
+            torch.Tensor, dict[str, torch.Tensor]]:
         """The LSTM over (B, T, obs_dim) from STATE_IN; outputs (B, T, hidden) and STATE_OUT."""
         state = batch[Columns.STATE_IN]
         out, (h, c) = self.policy.lstm(batch[Columns.OBS],
@@ -73,16 +79,22 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
         return out, {"h": h.squeeze(0), "c": c.squeeze(0)}
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
+        return self.act(batch)
+
+    def act(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The actor's step (action logits and STATE_OUT), what RLlib's forward_exploration
+        and forward_inference return, without their switch to eval mode on every call (a walk
+        over the submodules, 5% of a forward on 16 rows): ccgym's env runners set it once."""
+        out, state = self.lstm_outputs(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.action_logits(out, batch),
                 Columns.STATE_OUT: state}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        out, state = self._lstm(batch)
-        return {Columns.ACTION_DIST_INPUTS: self._logits(out, batch),
+        out, state = self.lstm_outputs(batch)
+        return {Columns.ACTION_DIST_INPUTS: self.action_logits(out, batch),
                 Columns.STATE_OUT: state, Columns.EMBEDDINGS: out}
 
-    def _logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
+    def action_logits(self, lstm_out: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
         logits = self.policy.logits(lstm_out, batch[Columns.OBS]) / self.temperature
         # Over the temperature, a far action's logit (/2 from 30 packets: -480) underflows to a
         # probability of exactly 0, and torch's KL divergence is then infinite. e^-30 of the
@@ -92,5 +104,5 @@ class LstmActorCritic(TorchRLModule, ValueFunctionAPI):
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is None:
-            embeddings, _ = self._lstm(batch)
+            embeddings, _ = self.lstm_outputs(batch)
         return self.value_head(embeddings).squeeze(-1)

@@ -127,9 +127,8 @@ def multi_algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     algo.env_config = {}  # environment() merges into the single-flow env's keys otherwise
     return (
         algo.environment(FairShareEnv, env_config=multi_env_config(config, train_specs))
-        # The runner samples its simulations in one batch (train/ppo_multi_runner.py); its
-        # vector of multi-agent envs serves RLlib's own loop (fixed-length or random sampling).
-        .env_runners(gym_env_vectorize_mode="sync", env_runner_cls=BatchedMultiAgentEnvRunner)
+        # The runner samples its simulations in one batch (train/ppo_multi_runner.py).
+        .env_runners(env_runner_cls=BatchedMultiAgentEnvRunner)
         .multi_agent(policies={MODULE_ID}, policy_mapping_fn=to_shared_module)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={MODULE_ID: spec}))
     )

@@ -5,14 +5,13 @@ through its connector pipelines, walking per-agent dicts in Python: on the quick
 with ["self"] (two learned flows), 2 workers of 16 simulations, it sampled 1.8k simulation
 steps/s where DAgger's rollouts took 63k on the same two busy cores; this runner samples 42-44k
 where DAgger took 31-38k (benchmarks/bench_train_speed.py, same invocations).
-BatchedMultiAgentEnvRunner keeps RLlib's runner (the inference-only module and its weight sync,
-metrics, checkpoints, and its own loop for fixed-length or random sampling) and samples whole
-episodes as ppo_runner.py's BatchedEnvRunner does, sharing its round (WholeEpisodes), its
-batched forward (BatchActor) and its Rollout. It holds one SharedLinks (envs/shared_link.py) of
-`num_envs` simulations, the engine FairShareEnv runs one simulation of: a round resets them
-all, then per step runs the module once on every learned flow (row) of every simulation, each
-row with its own LSTM state, and steps all simulations in one call, the rows that do not act
-keeping their window.
+BatchedMultiAgentEnvRunner is, like ppo_runner.py's BatchedEnvRunner, a WholeEpisodeRunner on
+RLlib's public EnvRunner base: its env is one SharedLinks (envs/shared_link.py) of `num_envs`
+simulations, the engine FairShareEnv runs one simulation of, and its module the algorithm's
+inference-only MultiRLModule, of which it runs the one shared module. A round resets every
+simulation, then per step runs the module once on every learned flow (row) of every
+simulation, each row with its own LSTM state, and steps all simulations in one call, the rows
+that do not act keeping their window.
 
 The rows follow FairShareEnv's agents (envs/multi_agent.py): a row acts from the step after
 its flow starts (the flows that start with the episode from the first), its LSTM state
@@ -45,55 +44,69 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from gymnasium.utils import seeding
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
-from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
-from ray.rllib.utils.metrics import (NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME,
-                                     NUM_EPISODES, NUM_EPISODES_LIFETIME)
 
-from ccgym.envs.link_env import EnvConfig
+from ccgym.emulators import _core
+from ccgym.envs.link_env import EnvConfig, observation_space
 from ccgym.envs.multi_agent import agent_id
 from ccgym.envs.shared_link import SharedLinks
+from ccgym.train.ppo_module import LstmActorCritic
 from ccgym.train.ppo_multi import MODULE_ID, FairShare
-from ccgym.train.ppo_runner import BatchActor, Rollout, WholeEpisodes
+from ccgym.train.ppo_runner import BatchActor, Rollout, WholeEpisodeRunner
 
 KEEP_WINDOW = -1  # SharedLinks' action of a row that does not act (FairShareEnv's too)
 
 
-class BatchedMultiAgentEnvRunner(WholeEpisodes, MultiAgentEnvRunner):
-    """RLlib's MultiAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
+class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
+    """The shared-links runner: all learned flows of its simulations in one batch (the module
+    docstring)."""
 
-    _links: SharedLinks | None = None
-    _fair = FairShare()
-    _rngs: list[np.random.Generator] = []
+    def __init__(self, *, config: Any, **kwargs: Any) -> None:
+        self.fair = FairShare()  # the env config's, once make_env has read it
+        self.rngs: list[np.random.Generator] = []  # each simulation's episode draws
+        super().__init__(config=config, **kwargs)
 
-    def _shared_links(self) -> SharedLinks:
-        """The runner's simulations, built on first use from the env config (FairShareEnv's)."""
-        if self._links is None:
-            self._fair, values = FairShare.split(self.config.env_config)
-            self._links = SharedLinks(self.num_envs, EnvConfig.build(values))
-        return self._links
+    def make_env(self) -> None:
+        """The runner's simulations, from the env config (FairShareEnv's)."""
+        self.fair, values = FairShare.split(self.config.env_config)
+        self.env = SharedLinks(self.num_envs, EnvConfig.build(values))
+        self.rngs = []
 
-    def _reset(self, links: SharedLinks) -> None:
+    def make_module(self) -> None:
+        """The algorithm's multi-module (the one shared module) in its inference-only form."""
+        self.module = self.config.get_multi_rl_module_spec(
+            spaces=self.get_spaces(), inference_only=True).build()
+
+    def get_spaces(self) -> dict[str, Any]:
+        # Every learned flow's spaces are ccgym/Link-v0's (FairShareEnv's agents').
+        return {MODULE_ID: (observation_space(), spaces.Discrete(_core.NUM_ACTIONS))}
+
+    def stop(self) -> None:
+        pass  # the simulations hold nothing to release
+
+    def reset(self, links: SharedLinks, seed: int | None) -> None:
         """Every simulation's next episode: after a seed from np_random(seed + i), else from
-        each simulation's generator going on."""
-        if self._seed is not None or not self._rngs:
-            seed = self._seed if self._seed is not None else links.config.seed
-            self._rngs = [seeding.np_random(None if seed is None else seed + i)[0]
-                          for i in range(links.num_sims)]
-        for i, rng in enumerate(self._rngs):
+        each simulation's generator going on (the env config's seed at first)."""
+        if seed is not None or not self.rngs:
+            seed = seed if seed is not None else links.config.seed
+            self.rngs = [seeding.np_random(None if seed is None else seed + i)[0]
+                         for i in range(links.num_sims)]
+        for i, rng in enumerate(self.rngs):
             links.reset_sim(i, rng)
 
     @torch.inference_mode()
-    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
+    def sample_round(self, explore: bool, seed: int | None) -> tuple[
+            list[SingleAgentEpisode], int]:
         """One episode in every simulation, all their learned flows stepped together."""
-        links = self._shared_links()
-        self._reset(links)
+        links = self.env
+        assert isinstance(links, SharedLinks)
+        self.reset(links, seed)
         rows = links.first_step()
         obs = np.array(rows.obs, dtype=np.float32)
-        module = self.module[MODULE_ID] if self.module is not None else None
-        assert isinstance(module, TorchRLModule)  # random actions are left to RLlib's loop
+        module = self.module[MODULE_ID]
+        assert isinstance(module, LstmActorCritic)  # the PPO config's module
         actor = BatchActor(module, explore, links.num_rows)
         rollout = Rollout(obs=[obs])
         acting = rows.active.copy()  # the rows that act in the next step
@@ -104,7 +117,7 @@ class BatchedMultiAgentEnvRunner(WholeEpisodes, MultiAgentEnvRunner):
             obs = np.array(rows.obs, dtype=np.float32)  # kept: the core reuses its buffer
             done = bool(rows.done.all())  # the simulations reset together, so end together
             stopped = acting & ~rows.active
-            rewards = rows.reward + self._fair.bonus(rows.delivered_mbps, rows.fair_share_mbps)
+            rewards = rows.reward + self.fair.bonus(rows.delivered_mbps, rows.fair_share_mbps)
             rollout.add(step, obs, rewards, stopped | (acting & done), stopped)
             if done:
                 break
@@ -113,14 +126,11 @@ class BatchedMultiAgentEnvRunner(WholeEpisodes, MultiAgentEnvRunner):
             actor.restart(joining)
             acting = (acting & rows.active) | joining
         rollout.starts = np.where(starts >= 0, starts, len(rollout.actions))
-        # Every learned flow's spaces: the module's, which the env's agents share.
-        observations, actions = module.observation_space, module.action_space
-        assert observations is not None and actions is not None  # the runner built it so
-        episodes = rollout.episodes((observations, actions), self._weights_seq_no,
-                                    self._tags(links))
+        episodes = rollout.episodes(self.get_spaces()[MODULE_ID], self.weights_seq_no,
+                                    self.tags(links))
         return episodes, links.num_sims * len(rollout.actions)
 
-    def _tags(self, links: SharedLinks) -> list[dict[str, Any]]:
+    def tags(self, links: SharedLinks) -> list[dict[str, Any]]:
         """Each row's agent, the one module, and its simulation's episode id."""
         tags = []
         for i in range(links.num_sims):
@@ -130,16 +140,10 @@ class BatchedMultiAgentEnvRunner(WholeEpisodes, MultiAgentEnvRunner):
                      for k in range(links.row_begin(i + 1) - links.row_begin(i))]
         return tags
 
-    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
-        """RLlib's sampling counts, and per simulation its length and its flows' summed
-        return (a MultiAgentEpisode's return)."""
+    def episode_returns(self, episodes: list[SingleAgentEpisode]) -> list[tuple[int, float]]:
+        """Per simulation its length and its flows' summed return (a MultiAgentEpisode's)."""
         returns: defaultdict[Any, float] = defaultdict(float)
         for episode in episodes:
             returns[episode.multi_agent_episode_id] += episode.get_return()
-        for key, reduce in ((NUM_ENV_STEPS_SAMPLED, "sum"),
-                            (NUM_ENV_STEPS_SAMPLED_LIFETIME, "lifetime_sum")):
-            self.metrics.log_value(key, env_steps, reduce=reduce)
-        for key, reduce in ((NUM_EPISODES, "sum"), (NUM_EPISODES_LIFETIME, "lifetime_sum")):
-            self.metrics.log_value(key, len(returns), reduce=reduce)
-        for value in returns.values():
-            self._log_episode_metrics(env_steps // len(returns), value, 0.0)
+        length = self.env_steps_sampled // max(len(returns), 1)
+        return [(length, value) for value in returns.values()]

@@ -1,6 +1,6 @@
-"""PPO's env runner: RLlib's single-agent env runner with one batched step for all its envs.
+"""PPO's env runners: RLlib's public EnvRunner base, sampling whole episodes in one batch.
 
-RLlib's SingleAgentEnvRunner runs, on every step of its vector env, its env-to-module and
+RLlib's own SingleAgentEnvRunner runs, on every step of its vector env, its env-to-module and
 module-to-env connector pipelines, each of which walks every env's item in Python (tree maps,
 batching and unbatching, a time rank added and removed), adds each env's step to its episode
 one call at a time, and converts the env's dict of info arrays to one dict per env. Profiled
@@ -8,42 +8,55 @@ with cProfile on the quick config's links (16 envs), the connectors took 60% of 
 time, the module's forward 18% (of which the LSTM itself 7%), episode bookkeeping and metrics
 6%, and the native vector env's own step 8%.
 
-BatchedEnvRunner keeps all of RLlib's runner (the env built through gymnasium.make_vec, the
-inference-only module and its weight sync, metrics, checkpoints) and replaces only how whole
-episodes are sampled (`sample(num_episodes=...)`, what ccgym's PPO asks for): per step, one
-forward of the module on every row's observation at once, the action sampled from RLlib's own
-exploration distribution (as its GetActions connector does), one step of the vector env, and
-the step's arrays appended to a Rollout. The episodes are built once at the end, as numpy'd
-SingleAgentEpisodes holding what RLlib's runner stores (observations, actions, rewards,
-action_logp, action_dist_inputs, state_out, weights_seq_no), so RLlib's learner connectors
-(chunking, bootstrapping, GAE) and PPO's loss read them as they read its own. Infos are not
-kept (PPO does not read them). The per-episode callbacks are not made: ccgym registers none.
+So ccgym brings its own sampling the way RLlib documents it: a subclass of its public
+`EnvRunner` base (ray.rllib.env.env_runner), which the algorithm builds (`env_runner_cls`) and
+drives through that base's methods only: `make_env` and `make_module` build the env and the
+inference-only module (from the algorithm config's public `get_rl_module_spec`),
+`get_spaces` tells the algorithm the module's spaces, `get_state`/`set_state` carry the
+module's weights (RLlib's weight sync) and `sample` returns episodes. Nothing of RLlib's
+private members is read, set or overridden (tests/train/test_ppo_public_rllib.py checks it).
 
-A Rollout has one row per learned flow; here a row is a slot of the vector env, and every row's
-episode starts at the first step. The multi-agent runner (train/ppo_multi_runner.py) shares
-the round (WholeEpisodes), the batched forward (BatchActor) and the Rollout: its rows are the
-learned flows of all its simulations, each row's episode from its flow's start to its stop.
+`sample(num_episodes=..., explore=..., seed=...)` samples whole episodes in rounds, each round
+one episode in every slot stepped together: per step, one forward of the module on every
+row's observation at once (the module's own `act`), the action drawn from the
+module's exploration distribution (as RLlib's GetActions connector draws it), one step of the
+env, and the step's arrays appended to a Rollout. The episodes are built once at the end, as
+numpy'd SingleAgentEpisodes holding what RLlib's runner stores (observations, actions,
+rewards, action_logp, action_dist_inputs, state_out, weights_seq_no), so RLlib's learner
+connectors (chunking, bootstrapping, GAE) and PPO's loss read them as they read its own.
+Infos are not kept (PPO does not read them); no callbacks are made (ccgym registers none);
+fixed-length sampling and random actions, which ccgym's PPO never asks for, are refused.
 
-Fixed-length sampling (`num_timesteps`) and random actions fall back to RLlib's loop.
+A Rollout has one row per learned flow; here (BatchedEnvRunner) a row is a slot of the
+registered vector env ccgym/Link-v0, and every row's episode starts at the first step. The
+multi-agent runner (train/ppo_multi_runner.py) shares the base (WholeEpisodeRunner), the
+batched forward (BatchActor) and the Rollout: its rows are the learned flows of all its
+simulations, each row's episode from its flow's start to its stop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
+import ray
 import torch
-from gymnasium.wrappers.vector import DictInfoToList
+from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.distribution import Distribution
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
-from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
+from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
-from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
+from ray.rllib.utils.metrics import (EPISODE_LEN_MEAN, EPISODE_RETURN_MAX, EPISODE_RETURN_MEAN,
+                                     EPISODE_RETURN_MIN, NUM_ENV_STEPS_SAMPLED,
+                                     NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_EPISODES,
+                                     NUM_EPISODES_LIFETIME, WEIGHTS_SEQ_NO)
+
+from ccgym.train.ppo_module import LstmActorCritic
 
 
 @dataclass
@@ -150,12 +163,10 @@ class BatchActor:
     """An env runner's torch module acting for a batch of rows, each with its own recurrent
     state: one forward for all of them per step."""
 
-    def __init__(self, module: TorchRLModule, explore: bool, rows: int) -> None:
-        # forward_exploration would switch the module to eval and back on every call (a walk
-        # over its submodules); the runner's inference-only copy is never trained, so once is
-        # enough.
+    def __init__(self, module: LstmActorCritic, explore: bool, rows: int) -> None:
+        # The runner's inference-only copy is never trained: eval mode once, for every step.
         module.eval()
-        self.forward = module._forward_exploration if explore else module._forward_inference
+        self.forward = module.act
         self.dist_class = (module.get_exploration_action_dist_cls() if explore
                            else module.get_inference_action_dist_cls())
         self.explore = explore
@@ -182,63 +193,168 @@ class BatchActor:
                       for k, v in self.state.items()}
 
 
-class WholeEpisodes:
-    """The _sample of a batched env runner: whole episodes in rounds, each round one episode
-    in every slot (simulation) stepped together; the runner's _sample_round runs a round and
-    _log_sampled logs RLlib's metrics of a sample."""
+def wants_component(name: str, components: str | Collection[str] | None,
+                    not_components: str | Collection[str] | None) -> bool:
+    """Whether a get_state call with these (RLlib's Checkpointable arguments: names or
+    "name/sub" paths) asks for the component."""
+    def names(value: str | Collection[str] | None) -> set[str]:
+        listed = [value] if isinstance(value, str) else list(value or [])
+        return {c.split("/")[0] for c in listed}
+    return (components is None or name in names(components)) and name not in names(
+        not_components)
 
-    num_envs: int
-    _seed: int | None
-    _needs_initial_reset: bool
-    # Environment steps of the last whole-episode sample (of every simulation, not of each of
-    # its learned flows), what ccgym counts as the iteration's steps.
-    env_steps_sampled: int = 0
 
-    def _sample(self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
-                explore: bool, random_actions: bool = False,
-                force_reset: bool = False) -> list[Any]:
-        if num_episodes is None or random_actions:
-            return super()._sample(  # type: ignore[misc]  # the runner's RLlib class's
-                num_timesteps=num_timesteps, num_episodes=num_episodes, explore=explore,
-                random_actions=random_actions, force_reset=force_reset)
+class WholeEpisodeRunner(EnvRunner):
+    """An EnvRunner that samples whole episodes in rounds (the module docstring): the state,
+    spaces, metrics and sampling loop its two kinds share. A subclass builds its env
+    (make_env), its module (make_module), and runs one round (sample_round)."""
+
+    env: Any  # what make_env builds (the base declares it None until then)
+
+    def __init__(self, *, config: Any, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        # The spaces the algorithm hands a runner that builds no env (the driver's, beside
+        # remote runners), from one that does.
+        self.spaces: dict[str, Any] = kwargs.get("spaces") or {}
+        self.num_envs: int = self.config.num_envs_per_env_runner
+        self.weights_seq_no = 0  # the learner's update the module's weights are from
+        # Environment steps of the last sample (of every simulation, not of each of its
+        # learned flows), what ccgym counts as the iteration's steps.
+        self.env_steps_sampled = 0
+        self.module: Any = None
+        # As RLlib's runners: the driver's runner builds no env when remote runners sample.
+        if self.worker_index is None or self.worker_index > 0 or self.config.num_env_runners \
+                == 0 or self.config.create_env_on_local_worker:
+            self.make_env()
+        self.make_module()
+
+    def assert_healthy(self) -> None:
+        assert self.env is not None and self.module is not None, "the env runner is not built"
+
+    def sample(  # type: ignore[override]  # the base takes any keywords; RLlib's runners name these
+            self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
+            explore: bool = True, random_actions: bool = False, force_reset: bool = False,
+            seed: int | None = None) -> list[SingleAgentEpisode]:
+        """At least num_episodes whole episodes: rounds of one episode in every slot, the first
+        round's reset seeded with seed (None: each slot's generator goes on)."""
+        if num_episodes is None or num_timesteps is not None or random_actions:
+            raise NotImplementedError(
+                f"{type(self).__name__} samples whole episodes with the module's actions "
+                "(num_episodes), not a number of timesteps or random actions")
         episodes: list[SingleAgentEpisode] = []
         self.env_steps_sampled = 0
         for _ in range(-(-num_episodes // self.num_envs)):
-            round_episodes, steps = self._sample_round(explore)
+            round_episodes, steps = self.sample_round(explore, seed)
             episodes += round_episodes
             self.env_steps_sampled += steps
-            self._seed = None  # the first round's reset seeds the envs; later ones go on
-        self._log_sampled(episodes, self.env_steps_sampled)
-        # RLlib's loop resets its ongoing episodes on its next call.
-        self._needs_initial_reset = True
+            seed = None  # the first round's reset seeds the envs; later ones go on
+        self.num_env_steps_sampled_lifetime += self.env_steps_sampled
+        self.log_sample(episodes)
         return episodes
 
-    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
+    def sample_round(self, explore: bool, seed: int | None) -> tuple[
+            list[SingleAgentEpisode], int]:
         """One episode in every slot; (its episodes, its environment steps)."""
         raise NotImplementedError
 
-    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
-        raise NotImplementedError
+    def episode_returns(self, episodes: list[SingleAgentEpisode]) -> list[tuple[int, float]]:
+        """(length, return) of each episode of the env, for the metrics."""
+        return [(len(e), e.get_return()) for e in episodes]
+
+    def log_sample(self, episodes: list[SingleAgentEpisode]) -> None:
+        """RLlib's sampling counts and episode figures (its metric names), on the runner's
+        public MetricsLogger."""
+        log = self.metrics.log_value
+        finished = self.episode_returns(episodes)
+        log(NUM_ENV_STEPS_SAMPLED, self.env_steps_sampled, reduce="sum")
+        log(NUM_ENV_STEPS_SAMPLED_LIFETIME, self.env_steps_sampled, reduce="lifetime_sum")
+        log(NUM_EPISODES, len(finished), reduce="sum")
+        log(NUM_EPISODES_LIFETIME, len(finished), reduce="lifetime_sum")
+        # The window RLlib's runners use: the smoothing window shared among the runners.
+        window = max(1, -(-self.config.metrics_num_episodes_for_smoothing
+                          // max(self.config.num_env_runners, 1)))
+        for length, value in finished:
+            log(EPISODE_LEN_MEAN, length, window=window)
+            log(EPISODE_RETURN_MEAN, value, window=window)
+            log(EPISODE_RETURN_MIN, value, reduce="min", window=window)
+            log(EPISODE_RETURN_MAX, value, reduce="max", window=window)
+
+    def get_metrics(self) -> Any:
+        return self.metrics.reduce()
+
+    def get_state(self, components: str | Collection[str] | None = None, *,
+                  not_components: str | Collection[str] | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+        """The module's weights (with their update's number) and the lifetime step count, as
+        RLlib's weight sync and checkpoints ask for them."""
+        state: dict[str, Any] = {
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime}
+        if wants_component(COMPONENT_RL_MODULE, components, not_components):
+            state[COMPONENT_RL_MODULE] = self.module.get_state(**kwargs)
+            state[WEIGHTS_SEQ_NO] = self.weights_seq_no
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """New weights unless the module's are as recent (a sequence number of 0 forces
+        them), as RLlib's runners take them."""
+        if COMPONENT_RL_MODULE in state:
+            seq_no = int(state.get(WEIGHTS_SEQ_NO, 0))
+            if seq_no == 0 or self.weights_seq_no < seq_no:
+                weights = state[COMPONENT_RL_MODULE]
+                if isinstance(weights, ray.ObjectRef):
+                    weights = ray.get(weights)
+                self.module.set_state(self.module_weights(weights))
+            if seq_no > 0:
+                self.weights_seq_no = seq_no
+        if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
+            self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
+
+    def module_weights(self, weights: dict[str, Any]) -> dict[str, Any]:
+        """The part of a synced module state that is this runner's module's."""
+        return weights
+
+    def stop(self) -> None:
+        if self.env is not None:
+            self.env.close()
 
 
-class BatchedEnvRunner(WholeEpisodes, SingleAgentEnvRunner):
-    """RLlib's SingleAgentEnvRunner, sampling whole episodes in one batch (module docstring)."""
+class BatchedEnvRunner(WholeEpisodeRunner):
+    """The single-flow runner: the registered vector env, every slot a row (the module
+    docstring)."""
 
-    def _log_sampled(self, episodes: list[SingleAgentEpisode], env_steps: int) -> None:
-        self._increase_sampled_metrics(env_steps, len(episodes))
-        for episode in episodes:
-            self._log_episode_metrics(len(episode), episode.get_return(),
-                                      episode.get_duration_s())
+    def make_env(self) -> None:
+        """The algorithm's env (ccgym/Link-v0) as gymnasium's vector env of num_envs slots,
+        with the env config's arguments."""
+        if self.env is not None:
+            self.env.close()
+        self.env = gym.make_vec(cast(str, self.config.env), num_envs=self.num_envs,
+                                vectorization_mode=self.config.gym_env_vectorize_mode,
+                                **self.config.env_config)
+
+    def make_module(self) -> None:
+        """The algorithm's module in its inference-only form, for the env's spaces."""
+        self.module = self.config.get_rl_module_spec(
+            spaces=self.get_spaces(), inference_only=True).build()
+
+    def get_spaces(self) -> dict[str, Any]:
+        if self.env is None:
+            return self.spaces
+        env = cast(gym.vector.VectorEnv, self.env)
+        return {INPUT_ENV_SPACES: (env.observation_space, env.action_space),
+                INPUT_ENV_SINGLE_SPACES: (env.single_observation_space, env.single_action_space),
+                DEFAULT_MODULE_ID: (env.single_observation_space, env.single_action_space)}
+
+    def module_weights(self, weights: dict[str, Any]) -> dict[str, Any]:
+        # The learner's state is its multi-module's: the one module's weights are under its id.
+        return weights.get(DEFAULT_MODULE_ID, weights)
 
     @torch.inference_mode()
-    def _sample_round(self, explore: bool) -> tuple[list[SingleAgentEpisode], int]:
+    def sample_round(self, explore: bool, seed: int | None) -> tuple[
+            list[SingleAgentEpisode], int]:
         """One episode in every slot of the vector env, all stepped together."""
-        wrapper, module = self.env, self.module
-        # RLlib's runner wraps the vector env so (make_env), and builds a torch module for it
-        # unless the algorithm has none (random actions only, which _sample leaves to RLlib).
-        assert isinstance(wrapper, DictInfoToList) and isinstance(module, TorchRLModule)
-        env = wrapper.env  # under RLlib's wrapper, which splits the infos per env each step
-        obs, _ = env.reset(seed=self._seed)
+        env, module = cast(gym.vector.VectorEnv, self.env), self.module
+        assert isinstance(module, LstmActorCritic)  # the PPO config's module
+        obs, _ = env.reset(seed=seed)
         obs = np.array(obs, dtype=np.float32)
         actor = BatchActor(module, explore, len(obs))
         rollout, done = Rollout(obs=[obs]), np.zeros(len(obs), dtype=bool)
@@ -249,6 +365,6 @@ class BatchedEnvRunner(WholeEpisodes, SingleAgentEnvRunner):
             ended = terminated | truncated
             rollout.add(step, obs, rewards, ended, terminated)
             done |= ended
-        spaces = (wrapper.single_observation_space, wrapper.single_action_space)
-        episodes = rollout.episodes(spaces, self._weights_seq_no)
+        spaces = (env.single_observation_space, env.single_action_space)
+        episodes = rollout.episodes(spaces, self.weights_seq_no)
         return episodes, sum(len(e) for e in episodes)

@@ -25,7 +25,7 @@ from ccgym.train.pool import RolloutPool
 from ccgym.train.ppo_multi import MODULE_ID, FairShareEnv, multi_algorithm_config, \
     multi_env_config
 from ccgym.train.ppo_multi_runner import BatchedMultiAgentEnvRunner
-from ccgym.train.ppo_runner import BatchedEnvRunner, WholeEpisodes, sample_actions
+from ccgym.train.ppo_runner import BatchedEnvRunner, WholeEpisodeRunner, sample_actions
 
 TINY_LINK = "rate_mbps=3,delay_ms=20,queue=droptail:packets=10"
 NUM_ENVS = 3
@@ -75,7 +75,7 @@ def multi_algo():
 def sample(algo, iteration: int):
     config, built = algo
     runner = built.env_runner_group.local_env_runner
-    assert isinstance(runner, WholeEpisodes)
+    assert isinstance(runner, WholeEpisodeRunner)
     episodes, steps, _ = ppo.sample_episodes(runner, config.run.seed, iteration)
     return runner, episodes, steps
 
@@ -105,8 +105,8 @@ def test_episodes_replay_in_the_env_and_the_module(algo) -> None:
     obs_seq = torch.from_numpy(np.stack([e.get_observations()[:-1] for e in episodes]))
     zeros = torch.zeros(NUM_ENVS, module.policy.hidden_size)
     with torch.no_grad():
-        out, _ = module._lstm({Columns.OBS: obs_seq, Columns.STATE_IN: {"h": zeros, "c": zeros}})
-        logits = module._logits(out, {Columns.OBS: obs_seq})
+        out, _ = module.lstm_outputs({Columns.OBS: obs_seq, Columns.STATE_IN: {"h": zeros, "c": zeros}})
+        logits = module.action_logits(out, {Columns.OBS: obs_seq})
     for i, episode in enumerate(episodes):
         dist_inputs = episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)
         torch.testing.assert_close(torch.from_numpy(dist_inputs), logits[i])
@@ -210,8 +210,8 @@ def test_every_flow_acts_from_its_own_initial_state(multi_algo) -> None:
     for episode in episodes:
         obs = torch.from_numpy(episode.get_observations()[:-1][None])
         with torch.no_grad():
-            out, _ = module._lstm({Columns.OBS: obs, Columns.STATE_IN: {"h": zeros, "c": zeros}})
-            logits = module._logits(out, {Columns.OBS: obs})[0]
+            out, _ = module.lstm_outputs({Columns.OBS: obs, Columns.STATE_IN: {"h": zeros, "c": zeros}})
+            logits = module.action_logits(out, {Columns.OBS: obs})[0]
         torch.testing.assert_close(
             torch.from_numpy(episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)), logits)
         torch.testing.assert_close(
