@@ -272,17 +272,13 @@ def spec_keys() -> tuple[str, ...]:
 def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
     """A [[link]] table's `competitors`: a list of classic scheme names, each checked by the
     C++ factory (learned schemes and the oracle decide in Python, not beside a link)."""
-    from ccgym.emulators import _core
-
     value = table.get(COMPETITORS_KEY, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UserError(f"{where}: {COMPETITORS_KEY} must be a list of scheme names, "
                         f'e.g. ["cubic"], got {value!r}')
     for scheme in value:
-        if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
-            raise UserError(f"{where}: {COMPETITORS_KEY}: {scheme!r} is not a classic scheme")
         try:
-            _core.validate_scheme(scheme)
+            _core.validate_classic_scheme(scheme)
         except ValueError as e:
             raise UserError(f"{where}: {COMPETITORS_KEY}: {e} (a competitor is a classic "
                             "scheme: `ccgym eval --help` lists them)") from None

@@ -327,7 +327,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
         self._profile = link_profile(self.links[index], self.config)
-        self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
+        self._sim = _core.Simulator(self._profile.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], sim_seed,
                                     False)
         window, self._held_steps = start_window(self.np_random, self._profile, self.config)
         self._sim.set_window(window)

@@ -9,6 +9,7 @@
 
 #include "emulators/cpp/spec.hh"
 #include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
 #include "policies/cpp/policy_action.hh"
 
@@ -28,7 +29,7 @@ VecSimulator::~VecSimulator() = default;
 
 void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
   FlowSpec flow;
-  flow.scheme = "external";
+  flow.scheme = kExternalScheme;
   reset_flows(i, link, seed, {flow}, window);
 }
 

@@ -121,7 +121,7 @@ class VecSimulator {
   std::size_t size() const { return sims_.size(); }
   // Starts simulation i afresh on `link` with one external flow at `window`.
   void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
-  // Starts simulation i afresh with `flows`; those whose scheme is "external" are its rows,
+  // Starts simulation i afresh with `flows`; those whose scheme is kExternalScheme are its rows,
   // each starting at `window`. std::invalid_argument if none is external.
   void reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                    const std::vector<FlowSpec>& flows, double window);

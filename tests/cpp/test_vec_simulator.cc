@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "emulators/cpp/vec_simulator.hh"
 #include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
 
 namespace ccgym {
@@ -55,7 +57,7 @@ TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
   EXPECT_GT(obs[4], 0.0f);  // a min RTT was measured
 }
 
-FlowSpec flow(const std::string& scheme, double start_ms = 0, double stop_ms = kNever) {
+FlowSpec flow(std::string_view scheme, double start_ms = 0, double stop_ms = kNever) {
   FlowSpec f;
   f.scheme = scheme;
   f.start_ms = start_ms;
@@ -68,7 +70,7 @@ void reset_shared(VecSimulator& vec) {
   for (std::size_t i = 0; i < vec.size(); ++i) {
     const double start = 100.0 * static_cast<double>(i % 4);
     vec.reset_flows(i, "rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80",
-                    i + 7, {flow("external"), flow("cubic", start), flow("external", 200)}, 10);
+                    i + 7, {flow(kExternalScheme), flow("cubic", start), flow(kExternalScheme, 200)}, 10);
   }
 }
 
@@ -139,8 +141,8 @@ TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
 
 TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
   VecSimulator vec(1, 1);
-  vec.reset_flows(0, kLink, 1, {flow("external", 0, 300), flow("cubic", 100, 200),
-                                flow("external", 150)}, 10);
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme, 0, 300), flow("cubic", 100, 200),
+                                flow(kExternalScheme, 150)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
   auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
@@ -160,8 +162,8 @@ TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
 TEST(VecSimulator, ClassicFlowsSendingAndTheirMeanInFlightAreEveryRowsStatistics) {
   VecSimulator vec(1, 1);
   // Fixed windows of 30 and 50 keep exactly that many packets in flight once sending.
-  vec.reset_flows(0, kLink, 1, {flow("external"), flow("fixed:window=30", 0, 300),
-                                flow("fixed:window=50", 100), flow("external", 50)}, 10);
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme), flow("fixed:window=30", 0, 300),
+                                flow("fixed:window=50", 100), flow(kExternalScheme, 50)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
   auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
