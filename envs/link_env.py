@@ -212,11 +212,12 @@ UNBOUNDED = float(np.finfo(np.float32).max)
 
 
 def observation_space() -> spaces.Box:
-    """The scaled quantities are >= 0 and unbounded but one ratio in [-1, 1] (features.hh);
-    the one-hot is in [0, 1]."""
+    """The scaled quantities are >= 0 and unbounded but the signed ones, each in [-1, 1]
+    (features.hh's kObsSignedIndices, however many); the one-hot is in [0, 1]."""
     low = np.zeros(_core.OBS_DIM, np.float32)
     high = np.array([UNBOUNDED] * _core.OBS_SCALED + [1.0] * _core.NUM_ACTIONS, dtype=np.float32)
-    low[_core.OBS_SIGNED_INDEX], high[_core.OBS_SIGNED_INDEX] = -1.0, 1.0
+    signed = list(_core.OBS_SIGNED_INDICES)
+    low[signed], high[signed] = -1.0, 1.0
     return spaces.Box(low=low, high=high, dtype=np.float32)
 
 
