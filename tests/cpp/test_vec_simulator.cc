@@ -11,6 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
+#include "emulators/cpp/step_workers.hh"
 #include "emulators/cpp/vec_simulator.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
@@ -193,8 +196,7 @@ TEST(VecSimulator, DefaultThreadsGrowWithTheFlows) {
   EXPECT_EQ(default_threads(1), 1);
   EXPECT_EQ(default_threads(kMinFlowsPerThread - 1), 1);
   EXPECT_GE(default_threads(1000 * kMinFlowsPerThread), 1);
-  EXPECT_LE(default_threads(1000 * kMinFlowsPerThread),
-            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(default_threads(1000 * kMinFlowsPerThread), usable_cores());
 }
 
 TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
@@ -207,18 +209,26 @@ TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
 }
 
 
-// Feeds the tuner steps that take `alone` on the caller and `threads` on the threads, one
-// of those on the threads a second longer (a preempted thread, a caller that paused to
-// train); returns where the steps after the probe run and the period they run for.
-std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alone,
-                               std::chrono::microseconds threads) {
+// Feeds the tuner one period of steps that take `alone` on the caller and `threads` on the
+// threads, the step at `slow_step` a second longer (a caller that paused to train, a thread
+// preempted mid-chunk); returns where the steps after the probe run and the period they run
+// for, and the steps the threads ran.
+struct Tuned {
+  bool parallel;
+  uint64_t period;
+  std::size_t on_threads;
+  bool operator==(const Tuned&) const = default;
+};
+
+Tuned tune(ThreadTuner& tuner, std::chrono::microseconds alone, std::chrono::microseconds threads,
+           std::size_t slow_step = 3) {
   auto now = tuner.last_start;
   std::vector<bool> where;
   do {  // one period: to the next probe
     const std::size_t step = where.size();
     where.push_back(tuner.start_step(now));
     now += where.back() ? threads : alone;
-    if (step == kProbeSteps + 3) now += std::chrono::seconds(1);  // a sum would pick the caller
+    if (step == slow_step) now += std::chrono::seconds(1);
   } while (tuner.steps != 0);
   EXPECT_EQ(where.size(), tuner.period);
   for (std::size_t step = 2 * kProbeSteps + 1; step < where.size(); ++step) {
@@ -226,20 +236,58 @@ std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alo
   }
   EXPECT_FALSE(where[0]);
   EXPECT_TRUE(where[kProbeSteps]);
-  return {where.back(), tuner.period};
+  const auto probe_end = where.begin() + 2 * kProbeSteps;
+  return {where.back(), tuner.period,
+          static_cast<std::size_t>(std::count(where.begin(), probe_end, true))};
 }
 
 TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileOneSideWins) {
   using std::chrono::microseconds;
   ThreadTuner tuner;
   tuner.adaptive = true;
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), std::make_pair(true, kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, 2 * kTunePeriodSteps));
+  // The caller's slow step (a pause to train) decides nothing: a sum would pick the threads.
+  const std::size_t k = kProbeSteps;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), (Tuned{true, kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), (Tuned{false, 2 * kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), (Tuned{false, 4 * kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), (Tuned{true, kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), (Tuned{true, 2 * kTunePeriodSteps, k}));
   // About as fast (within kThreadsMustSave): the caller alone.
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 4 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), (Tuned{false, 4 * kTunePeriodSteps, k}));
+}
+
+TEST(ThreadTuner, AThreadedStepLongerThanTheCallersWholeProbeEndsItForTheCaller) {
+  using std::chrono::microseconds;
+  ThreadTuner tuner;
+  tuner.adaptive = true;
+  // The threads' fourth step waits a second for a preempted worker: faster by median, but
+  // already slower in all than the caller's 32 steps; the rest of the probe runs alone.
+  const std::size_t slow = kProbeSteps + 3;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30), slow),
+            (Tuned{false, 2 * kTunePeriodSteps, 4}));
+  // Without the stall the threads win again.
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30), 0),
+            (Tuned{true, kTunePeriodSteps, kProbeSteps}));
+}
+
+TEST(StepWorkers, ThreadsCountTheCoresThisProcessMayUse) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(usable_cores(), CPU_COUNT(&all));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int cores = usable_cores();
+  const int threads = default_threads(1000 * kMinFlowsPerThread);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(cores, 1);
+  EXPECT_EQ(threads, 1);  // as many as the cores it may use, not the machine's
 }
 
 }  // namespace
