@@ -135,8 +135,9 @@ NB_MODULE(_core, m) {
   m.attr("OBSERVATION_VERSION") = kObservationVersion;
   m.attr("OBS_SCALED") = kObsScaled;
   m.attr("OBS_ACTION_OFFSET") = kObsActionOffset;
-  m.attr("OBS_SIGNED_INDICES") = nb::tuple(nb::cast(std::vector<int>(
-      kObsSignedIndices.begin(), kObsSignedIndices.end())));
+  // A list: nanobind's stub generator writes a one-element tuple as "(7)", an int.
+  m.attr("OBS_SIGNED_INDICES") =
+      nb::cast(std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end()));
   m.attr("OBS_WINDOW_INDEX") = kObsWindowIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
   m.attr("EXTERNAL_SCHEME") = std::string(kExternalScheme);
