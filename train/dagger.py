@@ -41,7 +41,7 @@ from gymnasium.utils import seeding
 from torch import nn
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.link_env import EnvConfig, LinkProfile, link_profile, resolve_env_links
 from ccgym.envs.shared_link import SharedLinks
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
@@ -84,6 +84,9 @@ class RolloutTask:
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
+    # env_config.links as the driver resolved them (resolve_rollout_links), used as they are;
+    # empty: the worker resolves env_config.links itself.
+    links: tuple[LinkProfile, ...] = ()
 
 
 @dataclass
@@ -114,7 +117,8 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads)
+    links = SharedLinks(task.num_envs, task.env_config, task.threads,
+                        profiles=task.links or None)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -156,10 +160,33 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
                          time.perf_counter() - start)
 
 
-def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
-               policy: LstmPolicy | None) -> list[RolloutTask]:
-    """The iteration's rollouts, split into tasks of at most num_envs episodes."""
+def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
+                       seed: int | None = None) -> EnvConfig:
+    """The environment of the run's rollouts, from its training config."""
     d, links = config.dagger, config.links
+    return EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
+                     oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
+                     oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
+                     competitors=list(links.competitors),
+                     competitor_starts=list(links.competitor_starts),
+                     competitor_stagger_ms=links.competitor_stagger_ms,
+                     competitor_stop=links.competitor_stop)
+
+
+def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
+    """The training links resolved once, by the driver: each one's name, spec, mean rate,
+    delay and ideal window (the oracle's, from its cache after the first run), picklable. The
+    tasks carry them to the workers, which then parse none of the specs again."""
+    env_config = rollout_env_config(config, train_specs)
+    return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
+
+
+def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteration: int,
+               policy: LstmPolicy | None) -> list[RolloutTask]:
+    """The iteration's rollouts on resolve_rollout_links's links, split into tasks of at most
+    num_envs episodes."""
+    d = config.dagger
+    specs = [link.spec for link in train_links]
     per_task = config.run.num_envs
     count = d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
@@ -173,17 +200,9 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         # apart gives every simulation of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        env_config = EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
-                               oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
-                               oracle_lookbacks=list(d.oracle_lookbacks),
-                               random_start=d.random_start,
-                               competitors=list(links.competitors),
-                               competitor_starts=list(links.competitor_starts),
-                               competitor_stagger_ms=links.competitor_stagger_ms,
-                               competitor_stop=links.competitor_stop)
-        tasks.append(RolloutTask(worker_index, n, env_config, seed,
+        tasks.append(RolloutTask(worker_index, n, rollout_env_config(config, specs, seed), seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 d.exploration, config.run.env_threads))
+                                 d.exploration, config.run.env_threads, tuple(train_links)))
     return tasks
 
 
@@ -343,7 +362,7 @@ class Dagger(Trainer):
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []
         self._pool: RolloutPool | None = None
-        self._train_specs: list[str] = []
+        self._train_links: list[LinkProfile] = []
 
     @property
     def policy(self) -> LstmPolicy:
@@ -357,7 +376,8 @@ class Dagger(Trainer):
     def session(self, train_specs: Sequence[str]) -> Iterator[None]:
         run = self.config.run
         with RolloutPool(run.workers, run.ray_address) as pool:
-            self._pool, self._train_specs = pool, list(train_specs)
+            self._pool = pool
+            self._train_links = resolve_rollout_links(self.config, train_specs)
             try:
                 yield
             finally:
@@ -371,7 +391,7 @@ class Dagger(Trainer):
         """Rolls out the iteration's episodes, the expert acting with probability beta."""
         assert self._pool is not None, "collect runs inside session()"
         d = self.config.dagger
-        tasks = make_tasks(self.config, self._train_specs, iteration,
+        tasks = make_tasks(self.config, self._train_links, iteration,
                            self.policy if iteration > 1 else None)
         progress.stage(f"rollouts, beta={beta_for(iteration, d.beta0, d.beta_decay):.3f}")
         results = self._pool.run(run_rollout, tasks, lambda _: progress.advance())
