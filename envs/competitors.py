@@ -60,7 +60,7 @@ def parse_entry(entry: str) -> tuple[str, ...]:
         try:
             _core.validate_classic_scheme(part)
         except ValueError as e:
-            raise ValueError(f"competitor {part!r}: {e} (learned flows are 'self')") from None
+            raise ValueError(f"competitor {part!r}: {e}") from None
         flows.append(part)
     return tuple(flows)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ccgym.emulators import _core
 
+
 @dataclass(frozen=True)
 class SchemeParam:
     name: str

@@ -102,7 +102,8 @@ net::Flags sender_flags() {
       "Sends ccgym data datagrams under a congestion-control scheme and logs sends and ACKs.",
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
        {"scheme", "SPEC",
-        "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() + "), or lstm:FILE.onnx",
+        "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() +
+            "), or lstm:FILE.onnx",
         "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},
