@@ -33,7 +33,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,9 +48,6 @@ from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
 from ccgym.train.pool import RolloutPool
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
-
-if TYPE_CHECKING:
-    from ccgym.envs.link_env import EnvConfig
 
 MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
@@ -84,8 +81,7 @@ class RolloutTask:
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
-    # env_config.links as the driver resolved them (resolve_rollout_links), used as they are;
-    # empty: the worker resolves env_config.links itself.
+    # env_config.links as resolve_rollout_links gave them; empty: the worker resolves them
     links: tuple[LinkProfile, ...] = ()
 
 
@@ -117,8 +113,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads,
-                        profiles=task.links or None)
+    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -167,28 +162,24 @@ def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
     return EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
                      oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
                      oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
-                     competitors=list(links.competitors),
+                     competitors=list(links.competitors), competitor_stop=links.competitor_stop,
                      competitor_starts=list(links.competitor_starts),
-                     competitor_stagger_ms=links.competitor_stagger_ms,
-                     competitor_stop=links.competitor_stop)
+                     competitor_stagger_ms=links.competitor_stagger_ms)
 
 
 def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
-    """The training links resolved once, by the driver: each one's name, spec, mean rate,
-    delay and ideal window (the oracle's, from its cache after the first run), picklable. The
-    tasks carry them to the workers, which then parse none of the specs again."""
+    """The training links resolved once, by the driver: name, spec, mean rate, delay and ideal
+    window each, picklable; the tasks carry them to workers, which parse no spec again."""
     env_config = rollout_env_config(config, train_specs)
     return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
 
 
 def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
-    """The iteration's rollouts on resolve_rollout_links's links, split into tasks of at most
-    num_envs episodes."""
+    """The iteration's rollouts on the resolved links, in tasks of at most num_envs episodes."""
     d = config.dagger
     specs = [link.spec for link in train_links]
-    per_task = config.run.num_envs
-    count = d.rollouts_per_iteration
+    per_task, count = config.run.num_envs, d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
     beta = beta_for(iteration, d.beta0, d.beta_decay)
     policy_dict = policy.to_file_dict() if policy is not None and beta < 1.0 else None
@@ -376,8 +367,7 @@ class Dagger(Trainer):
     def session(self, train_specs: Sequence[str]) -> Iterator[None]:
         run = self.config.run
         with RolloutPool(run.workers, run.ray_address) as pool:
-            self._pool = pool
-            self._train_links = resolve_rollout_links(self.config, train_specs)
+            self._pool, self._train_links = pool, resolve_rollout_links(self.config, train_specs)
             try:
                 yield
             finally:
@@ -422,8 +412,7 @@ class Dagger(Trainer):
                      "dagger/rollout_agreement": rollout_agreement, "dagger/beta": beta,
                      "dagger/dataset_size": self.dataset_size,
                      "dagger/episodes": len(self.train_episodes) + len(self.holdout_episodes)},
-            history={"loss": loss, "agreement": agreed, "balanced_agreement": balanced,
-                     "beta": beta},
+            history={"loss": loss, "agreement": agreed, "balanced_agreement": balanced, "beta": beta},
             watched={"agreement": agreed})
 
     def _aggregate(self, iteration: int, results: Sequence[RolloutResult]) -> float:
