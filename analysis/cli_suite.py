@@ -70,7 +70,7 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     classic = (parse_schemes(args.schemes) if args.schemes is not None else classic_schemes())
     for scheme in classic:
         try:
-            _core.validate_scheme(scheme)
+            _core.validate_classic_scheme(scheme)
         except ValueError as e:
             raise UserError(f"--schemes: {e}; policies go in --policies") from e
     policies = parse_schemes(args.policies, "--policies") if args.policies else []

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.evaluate import run_scheme, validate_schemes
+from ccgym.emulators import _core
 from ccgym.emulators.links import FIRST_CHOICES, Link
 from ccgym.envs.scoring import (STEPPED_SCHEMES, Run, aggregate, check_flow_starts, link_duration_ms,
                                 omniscient_runs, run_flows_stepped, score_simulation,
@@ -31,7 +32,6 @@ from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics
 
 HARM_REFERENCE = "cubic"  # the flow whose harm is measured, and the baseline's second flow
-EXTERNAL = "external"  # a simulator flow whose window Python decides
 
 
 @dataclass(frozen=True)
@@ -64,19 +64,17 @@ def make_lineup(scheme: str, competitors: Sequence[str], first: str) -> Lineup:
 def parse_against(text: str, flag: str = "--against") -> list[str]:
     """A comma-separated list of competitors, each a classic scheme; one may repeat (two
     cubic flows). UserError naming the bad item."""
-    from ccgym.emulators import _core
-
     competitors = [s.strip() for s in text.split(",")]
     if not all(competitors):
         raise UserError(f"{flag} {text!r}: an empty item; e.g. {flag} cubic or {flag} cubic,bbr")
     for scheme in competitors:
         prefix = scheme.partition(":")[0]
-        if prefix in STEPPED_SCHEMES or prefix in ("kernel", EXTERNAL):
+        if prefix in STEPPED_SCHEMES or prefix == "kernel":
             raise UserError(f"{flag} {scheme}: a competitor must be a classic scheme (it runs "
                             "in C++ beside the evaluated one); kernel TCP competes in real "
                             "time: ccgym run --against kernel:cubic")
         try:
-            _core.validate_scheme(scheme)
+            _core.validate_classic_scheme(scheme)
         except ValueError as e:
             raise UserError(f"{flag} {scheme}: {e}") from None
     return competitors
@@ -87,12 +85,10 @@ def run_lineup(link: Link, scheme: str, lineup: Lineup, seeds: Sequence[int],
     """The lineup on one link once per seed, `scheme` in the evaluated flow (a learned policy
     or the oracle steps it from Python), flow i starting at i * interval_ms; runs scored with
     the evaluated flow's figures."""
-    from ccgym.emulators import _core
-
     factory = stepped_scheme_factory(scheme)
     names = lineup.with_evaluated(scheme).schemes
     starts = [i * interval_ms for i in range(len(names))]
-    specs = [(EXTERNAL if factory and i == lineup.evaluated else name, starts[i], -1.0)
+    specs = [(_core.EXTERNAL_SCHEME if factory and i == lineup.evaluated else name, starts[i], -1.0)
              for i, name in enumerate(names)]
     sims = [_core.Simulator(link.spec, specs, seed) for seed in seeds]
     if factory is None:

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.analysis.coexist import EXTERNAL, harm, make_lineup, run_lineup
+from ccgym.analysis.coexist import harm, make_lineup, run_lineup
 from ccgym.emulators import _core
 from ccgym.emulators.link_names import link_from_spec, resolve_links
 from ccgym.emulators.links import Link, data_dir
@@ -161,7 +161,7 @@ def three_flows(links: Sequence[Link], scheme: str, seed: int,
     starts = [s * duration_ms for s in STARTS]
     stops = [None if s is None else s * duration_ms for s in STOPS]
     factory = stepped_scheme_factory(scheme)
-    controller = EXTERNAL if factory else scheme
+    controller = _core.EXTERNAL_SCHEME if factory else scheme
     specs = [(controller, a, -1.0 if b is None else b) for a, b in zip(starts, stops)]
     sims = [_core.Simulator(link.spec, specs, seed) for link in links]
     if factory is None:

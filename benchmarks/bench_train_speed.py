@@ -46,9 +46,10 @@ def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
     torch.manual_seed(0)
     policy = LstmPolicy(config.model.hidden_size)
     rates, flow_rates = [], []
+    links = dagger.resolve_rollout_links(config, specs)
     with RolloutPool(config.run.workers) as pool:
         for k in range(rounds + 1):
-            tasks = dagger.make_tasks(config, specs, DAGGER_ITERATION + k, policy)
+            tasks = dagger.make_tasks(config, links, DAGGER_ITERATION + k, policy)
             started = time.perf_counter()
             results = pool.run(dagger.run_rollout, tasks)
             seconds = time.perf_counter() - started

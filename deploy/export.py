@@ -236,7 +236,7 @@ def recorded_observations(link: str, steps: int, seed: int = 1,
     them, in the range a deployed policy meets, and varied (a random-weight policy's own run
     may hold one window and exercise little of the graph)."""
     rng = np.random.default_rng(seed)
-    sim = _core.Simulator(link, [("external", 0.0, -1.0)], seed, False)
+    sim = _core.Simulator(link, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], seed, False)
     ideal = ideal_window(link, seed)
     previous = _core.HOLD_ACTION
     out = []

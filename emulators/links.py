@@ -285,10 +285,8 @@ def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
 def check_competitor(scheme: str, where: str) -> None:
     """UserError unless `scheme` can compete beside a link's evaluated flow: a classic scheme,
     which the C++ factory builds (learned schemes and the oracle decide in Python)."""
-    if scheme.partition(":")[0] == "external":  # decided by Python: no scheme of its own
-        raise UserError(f"{where}: {scheme!r} is not a classic scheme")
     try:
-        _core.validate_scheme(scheme)
+        _core.validate_classic_scheme(scheme)
     except ValueError as e:
         raise UserError(f"{where}: {e} (a competitor is a classic scheme: `ccgym eval --help` "
                         "lists them)") from None

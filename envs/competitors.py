@@ -41,7 +41,6 @@ from ccgym.emulators import _core
 
 NONE = "none"
 SELF = "self"
-EXTERNAL = "external"  # the simulator's scheme of a flow driven from outside
 START_MODES = ("before", "with", "after")
 
 
@@ -58,10 +57,8 @@ def parse_entry(entry: str) -> tuple[str, ...]:
                 raise ValueError(f"competitor {part!r}: the count of 'self:N' must be >= 1")
             flows += [SELF] * int(count)
             continue
-        if part.split(":")[0] == EXTERNAL:
-            raise ValueError(f"competitor {part!r}: learned flows are 'self'")
         try:
-            _core.validate_scheme(part)
+            _core.validate_classic_scheme(part)
         except ValueError as e:
             raise ValueError(f"competitor {part!r}: {e}") from None
         flows.append(part)
@@ -92,7 +89,7 @@ STARTS = rule(lambda v: isinstance(v, (list, tuple)) and len(v) > 0
 class FlowPlan:
     """One flow of a simulation: what the simulator's flow tuple holds, and whether learned."""
 
-    scheme: str       # EXTERNAL for learned flows
+    scheme: str       # _core.EXTERNAL_SCHEME for learned flows
     start_ms: float
     stop_ms: float    # -1: runs to the end
     learned: bool
@@ -120,13 +117,13 @@ def draw_scenario(rng: np.random.Generator, entry: str, competing: tuple[str, ..
     learned = [0.0] + [o for o, scheme in zip(offsets, competing) if scheme == SELF]
     begin = min(learned) - origin
     end = begin + episode_ms
-    flows = [FlowPlan(EXTERNAL, 0.0 - origin, -1.0, True)]
+    flows = [FlowPlan(_core.EXTERNAL_SCHEME, 0.0 - origin, -1.0, True)]
     for scheme, offset in zip(competing, offsets):
         start = offset - origin
         stop = -1.0
         if stop_share > 0.0 and rng.random() < stop_share:
             stop = float(rng.uniform(max(start, begin), end))
-        flows.append(FlowPlan(EXTERNAL if scheme == SELF else scheme, start, stop,
+        flows.append(FlowPlan(_core.EXTERNAL_SCHEME if scheme == SELF else scheme, start, stop,
                               scheme == SELF))
     return Scenario(entry, tuple(flows), begin, end)
 

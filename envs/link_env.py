@@ -212,11 +212,12 @@ UNBOUNDED = float(np.finfo(np.float32).max)
 
 
 def observation_space() -> spaces.Box:
-    """The scaled quantities are >= 0 and unbounded but one ratio in [-1, 1] (features.hh);
-    the one-hot is in [0, 1]."""
+    """The scaled quantities are >= 0 and unbounded but the signed ones, each in [-1, 1]
+    (features.hh's kObsSignedIndices, however many); the one-hot is in [0, 1]."""
     low = np.zeros(_core.OBS_DIM, np.float32)
     high = np.array([UNBOUNDED] * _core.OBS_SCALED + [1.0] * _core.NUM_ACTIONS, dtype=np.float32)
-    low[_core.OBS_SIGNED_INDEX], high[_core.OBS_SIGNED_INDEX] = -1.0, 1.0
+    signed = list(_core.OBS_SIGNED_INDICES)
+    low[signed], high[signed] = -1.0, 1.0
     return spaces.Box(low=low, high=high, dtype=np.float32)
 
 
@@ -327,7 +328,7 @@ class LinkEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         index, sim_seed = draw_episode(self.np_random, len(self.links))
         self._profile = link_profile(self.links[index], self.config)
-        self._sim = _core.Simulator(self._profile.spec, [("external", 0.0, -1.0)], sim_seed,
+        self._sim = _core.Simulator(self._profile.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], sim_seed,
                                     False)
         window, self._held_steps = start_window(self.np_random, self._profile, self.config)
         self._sim.set_window(window)

@@ -141,7 +141,7 @@ def simulate_scheme(link: Link, scheme: str, seeds: Sequence[int], duration_ms: 
                     flows: int = 1, interval_ms: float = 0.0, threads: int = 0) -> list[Run]:
     """Runs one scheme on one link in the simulator once per seed; returns the scored runs."""
     factory = stepped_scheme_factory(scheme)
-    controller = "external" if factory else scheme
+    controller = _core.EXTERNAL_SCHEME if factory else scheme
     sims = [_core.Simulator(link.spec, _flows(controller, flows, interval_ms), seed)
             for seed in seeds]
     if factory is None:

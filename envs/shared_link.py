@@ -31,7 +31,7 @@ of benchmarks/bench_env.py --flows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -44,10 +44,10 @@ from ccgym.emulators import _core
 from ccgym.envs.competitors import SELF, Scenario, draw_scenario, parse_entry
 from ccgym.emulators.link_facts import mean_rate_mbps
 from ccgym.emulators.links import Link
-from ccgym.envs.link_env import (EnvConfig, RowRewards, check_render_mode, delivered_mbps,
-                                 draw_episode, link_profile, observation_space,
+from ccgym.envs.link_env import (EnvConfig, LinkProfile, RowRewards, check_render_mode,
+                                 delivered_mbps, draw_episode, link_profile, observation_space,
                                  resolve_env_links, start_window)
-from ccgym.oracle.ideal import ConstantIdealWindow, TraceIdealWindow
+from ccgym.oracle.ideal import ConstantIdealWindow, IdealWindow, TraceIdealWindow
 from ccgym.oracle.shared import fair_windows
 
 
@@ -88,9 +88,13 @@ class SharedLinks:
     """N simulations of shared links, all their learned flows stepped in one C++ call."""
 
     def __init__(self, num_sims: int, config: EnvConfig, threads: int = 1,
-                 allow_self: bool = True) -> None:
+                 allow_self: bool = True, profiles: Sequence[LinkProfile] | None = None) -> None:
+        """profiles: config.links already resolved (link_profile, with config's oracle
+        settings), as a trainer's driver resolves them once for all its workers: used as
+        they are, no spec parsed again. None: config.links are resolved here."""
         self.config = config
-        self.links = resolve_env_links(config.links)
+        self._given = tuple(profiles) if profiles is not None else None
+        self.links: list[Link] = [] if self._given else resolve_env_links(config.links)
         self.entries = [parse_entry(e) for e in config.competitors]
         if not allow_self and any(SELF in flows for flows in self.entries):
             raise ValueError(f"EnvConfig: competitors: 'self' needs the multi-agent env "
@@ -111,8 +115,8 @@ class SharedLinks:
 
     def reset_sim(self, i: int, rng: np.random.Generator) -> None:
         """Draws simulation i's next episode (link, competitors) and runs it to its start."""
-        index, sim_seed = draw_episode(rng, len(self.links))
-        profile = shared_profile(self.links[index], self.config.oracle_seed)
+        index, sim_seed = draw_episode(rng, self.num_links)
+        profile = self._shared_profile(index)
         window, self.held[i] = start_window(rng, profile, self.config)
         k = int(rng.integers(len(self.entries))) if len(self.entries) > 1 else 0
         c = self.config
@@ -127,6 +131,21 @@ class SharedLinks:
         self.link_index[i], self.begin_ms[i] = index, scenario.begin_ms
         self.steps[i] = 0
         self._reset.add(i)
+
+    @property
+    def num_links(self) -> int:
+        return len(self._given) if self._given else len(self.links)
+
+    def _shared_profile(self, index: int) -> SharedProfile:
+        if self._given:
+            given = self._given[index]
+            return SharedProfile(given.name, given.spec, given.rate_mbps, given.delay_ms)
+        return shared_profile(self.links[index], self.config.oracle_seed)
+
+    def _ideal_window(self, index: int) -> IdealWindow:
+        if self._given:
+            return self._given[index].ideal
+        return link_profile(self.links[index], self.config).ideal
 
     def episode(self, i: int) -> tuple[SharedProfile, Scenario]:
         """Simulation i's link and competitors, as reset_sim drew them."""
@@ -194,7 +213,7 @@ class SharedLinks:
         self._varying_ideal = []
         for index in np.unique(self.link_index):
             sims = self.link_index == index
-            window = link_profile(self.links[int(index)], self.config).ideal
+            window = self._ideal_window(int(index))
             if isinstance(window, ConstantIdealWindow):
                 self._constant_ideal[sims] = window.value
             else:  # ideal_window's other kind, a trace's schedule

@@ -198,7 +198,7 @@ def schedule_scores(link_spec: str, schedules: Sequence[Callable[[float], float]
     policy moves its own: what perfect imitation of that expert would score.
     """
     duration = default_duration_ms(link_spec) if duration_ms is None else duration_ms
-    sims = [_core.Simulator(link_spec, [("external", 0.0, -1.0)], seed) for _ in schedules]
+    sims = [_core.Simulator(link_spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], seed) for _ in schedules]
 
     def decide(now_ms: float) -> None:
         for sim, schedule in zip(sims, schedules):

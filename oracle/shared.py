@@ -62,7 +62,6 @@ from ccgym.emulators import _core
 from ccgym.emulators.stepping import run_stepped
 from ccgym.oracle.ideal import expert_action, ideal_window
 
-EXTERNAL = "external"
 RAMP_MS = SHARE_RAMP_MS  # shares count from the later start plus this ramp
 
 
@@ -100,7 +99,7 @@ def simulate_shared(link_spec: str, competitors: Sequence[str], learned: int = 1
     competitor_start_ms, and all run to the end. Shares count from the later start plus
     RAMP_MS. The reference the envs' vectorized expert is checked against: its
     inputs are read here flow by flow from the simulator."""
-    flows = ([(EXTERNAL, learned_start_ms, -1.0)] * learned
+    flows = ([(_core.EXTERNAL_SCHEME, learned_start_ms, -1.0)] * learned
              + [(scheme, competitor_start_ms, -1.0) for scheme in competitors])
     sim = _core.Simulator(link_spec, flows, seed)
     ideal = ideal_window(link_spec, seed)
@@ -119,5 +118,5 @@ def simulate_shared(link_spec: str, competitors: Sequence[str], learned: int = 1
     run_stepped([sim], [duration_ms], decide, threads=1)
     shares = shares_between(sim.log(), max(learned_start_ms, competitor_start_ms) + RAMP_MS,
                             duration_ms)
-    return SharedRun(tuple([EXTERNAL] * learned + list(competitors)),
+    return SharedRun(tuple([_core.EXTERNAL_SCHEME] * learned + list(competitors)),
                      tuple(shares.get(f, 0.0) for f in range(len(flows))))

@@ -11,9 +11,6 @@ from dataclasses import dataclass
 
 from ccgym.emulators import _core
 
-# The learned flow's slot: its window is set from outside, so it is no baseline to score.
-EXTERNAL = "external"
-
 
 @dataclass(frozen=True)
 class SchemeParam:
@@ -35,7 +32,8 @@ class Scheme:
 
     @property
     def is_baseline(self) -> bool:
-        return self.name != EXTERNAL
+        # external: the learned flow's slot, its window set from outside: no baseline to score
+        return self.name != _core.EXTERNAL_SCHEME
 
 
 def scheme_catalog() -> list[Scheme]:

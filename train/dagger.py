@@ -33,7 +33,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,16 +41,13 @@ from gymnasium.utils import seeding
 from torch import nn
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig
+from ccgym.envs.link_env import EnvConfig, LinkProfile, link_profile, resolve_env_links
 from ccgym.envs.shared_link import SharedLinks
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
 from ccgym.train.pool import RolloutPool
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
-
-if TYPE_CHECKING:
-    from ccgym.envs.link_env import EnvConfig
 
 MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
@@ -84,6 +81,8 @@ class RolloutTask:
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
+    # env_config.links as resolve_rollout_links gave them; empty: the worker resolves them
+    links: tuple[LinkProfile, ...] = ()
 
 
 @dataclass
@@ -114,7 +113,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads)
+    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -156,12 +155,31 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
                          time.perf_counter() - start)
 
 
-def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
-               policy: LstmPolicy | None) -> list[RolloutTask]:
-    """The iteration's rollouts, split into tasks of at most num_envs episodes."""
+def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
+                       seed: int | None = None) -> EnvConfig:
+    """The environment of the run's rollouts, from its training config."""
     d, links = config.dagger, config.links
-    per_task = config.run.num_envs
-    count = d.rollouts_per_iteration
+    return EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
+                     oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
+                     oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
+                     competitors=list(links.competitors), competitor_stop=links.competitor_stop,
+                     competitor_starts=list(links.competitor_starts),
+                     competitor_stagger_ms=links.competitor_stagger_ms)
+
+
+def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
+    """The training links resolved once, by the driver: name, spec, mean rate, delay and ideal
+    window each, picklable; the tasks carry them to workers, which parse no spec again."""
+    env_config = rollout_env_config(config, train_specs)
+    return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
+
+
+def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteration: int,
+               policy: LstmPolicy | None) -> list[RolloutTask]:
+    """The iteration's rollouts on the resolved links, in tasks of at most num_envs episodes."""
+    d = config.dagger
+    specs = [link.spec for link in train_links]
+    per_task, count = config.run.num_envs, d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
     beta = beta_for(iteration, d.beta0, d.beta_decay)
     policy_dict = policy.to_file_dict() if policy is not None and beta < 1.0 else None
@@ -173,17 +191,9 @@ def make_tasks(config: TrainConfig, train_specs: Sequence[str], iteration: int,
         # apart gives every simulation of the run its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        env_config = EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
-                               oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
-                               oracle_lookbacks=list(d.oracle_lookbacks),
-                               random_start=d.random_start,
-                               competitors=list(links.competitors),
-                               competitor_starts=list(links.competitor_starts),
-                               competitor_stagger_ms=links.competitor_stagger_ms,
-                               competitor_stop=links.competitor_stop)
-        tasks.append(RolloutTask(worker_index, n, env_config, seed,
+        tasks.append(RolloutTask(worker_index, n, rollout_env_config(config, specs, seed), seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 d.exploration, config.run.env_threads))
+                                 d.exploration, config.run.env_threads, tuple(train_links)))
     return tasks
 
 
@@ -343,7 +353,7 @@ class Dagger(Trainer):
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []
         self._pool: RolloutPool | None = None
-        self._train_specs: list[str] = []
+        self._train_links: list[LinkProfile] = []
 
     @property
     def policy(self) -> LstmPolicy:
@@ -357,7 +367,7 @@ class Dagger(Trainer):
     def session(self, train_specs: Sequence[str]) -> Iterator[None]:
         run = self.config.run
         with RolloutPool(run.workers, run.ray_address) as pool:
-            self._pool, self._train_specs = pool, list(train_specs)
+            self._pool, self._train_links = pool, resolve_rollout_links(self.config, train_specs)
             try:
                 yield
             finally:
@@ -374,7 +384,7 @@ class Dagger(Trainer):
         """Rolls out the iteration's episodes, the expert acting with probability beta."""
         assert self._pool is not None, "collect runs inside session()"
         d = self.config.dagger
-        tasks = make_tasks(self.config, self._train_specs, iteration,
+        tasks = make_tasks(self.config, self._train_links, iteration,
                            self.policy if iteration > 1 else None)
         progress.stage(f"rollouts, beta={beta_for(iteration, d.beta0, d.beta_decay):.3f}")
         results = self._pool.run(run_rollout, tasks, lambda _: progress.advance())
@@ -405,8 +415,7 @@ class Dagger(Trainer):
                      "dagger/rollout_agreement": rollout_agreement, "dagger/beta": beta,
                      "dagger/dataset_size": self.dataset_size,
                      "dagger/episodes": len(self.train_episodes) + len(self.holdout_episodes)},
-            history={"loss": loss, "agreement": agreed, "balanced_agreement": balanced,
-                     "beta": beta},
+            history={"loss": loss, "agreement": agreed, "balanced_agreement": balanced, "beta": beta},
             watched={"agreement": agreed})
 
     def _aggregate(self, iteration: int, results: Sequence[RolloutResult]) -> float:

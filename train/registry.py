@@ -5,8 +5,8 @@ config sections that are its own: a run validates, prints and logs those beside 
 ([run], [links], [model], [optimizer], [eval], [algorithm]) and no other trainer's. The class is
 imported only when a run starts, so reading a config never pays for torch or Ray.
 
-A new trainer is one module and one entry here (plus its section in train/config.py if it has
-keys of its own).
+A new trainer is one module and one entry here (plus its section in train/sections.py, and its
+field in TrainConfig there, if it has keys of its own; docs/extending.md).
 """
 
 from __future__ import annotations

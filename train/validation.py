@@ -33,7 +33,7 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
     seeds = [seed + r for r in range(runs)]
     ends = [link_duration_ms(link, duration_s) for link in links]
     runs_of = [(link, s) for link in links for s in seeds]
-    sims = [_core.Simulator(link.spec, [("external", 0.0, -1.0)], s) for link, s in runs_of]
+    sims = [_core.Simulator(link.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], s) for link, s in runs_of]
     slots = [Slot(sim, 0, link, s) for sim, (link, s) in zip(sims, runs_of)]
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)

@@ -1,10 +1,11 @@
-// Numbers in spec strings and error messages, formatted once for the whole core.
+// Numbers and lists in spec strings and error messages, formatted once for the whole core.
 #pragma once
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ccgym {
 
@@ -17,6 +18,16 @@ inline std::string format_number(double value) {
   auto result = plain ? std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed)
                       : std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, result.ptr);
+}
+
+// The items with `sep` between them: "a, b, c", as error messages list valid choices.
+inline std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
 }
 
 // Text from a user's file or flag, safe to put in an error message: bytes outside printable

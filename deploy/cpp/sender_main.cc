@@ -96,22 +96,14 @@ class LearnedPolicy {
 #endif
 };
 
-std::string scheme_names() {
-  std::string out;
-  for (const SchemeInfo& info : scheme_catalog()) {
-    // external: a window set from outside, which the sender's command line has no way to do.
-    if (info.name != "external") out += (out.empty() ? "" : ", ") + info.name;
-  }
-  return out;
-}
-
 net::Flags sender_flags() {
   return net::Flags(
       "ccgym-sender",
       "Sends ccgym data datagrams under a congestion-control scheme and logs sends and ACKs.",
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
        {"scheme", "SPEC",
-        "a scheme spec, e.g. fixed:10 (schemes: " + scheme_names() + "), or lstm:FILE.onnx",
+        "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() +
+            "), or lstm:FILE.onnx",
         "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},

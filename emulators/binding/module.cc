@@ -135,9 +135,12 @@ NB_MODULE(_core, m) {
   m.attr("OBSERVATION_VERSION") = kObservationVersion;
   m.attr("OBS_SCALED") = kObsScaled;
   m.attr("OBS_ACTION_OFFSET") = kObsActionOffset;
-  m.attr("OBS_SIGNED_INDEX") = kObsSignedIndex;
+  // A list: nanobind's stub generator writes a one-element tuple as "(7)", an int.
+  m.attr("OBS_SIGNED_INDICES") =
+      nb::cast(std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end()));
   m.attr("OBS_WINDOW_INDEX") = kObsWindowIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
+  m.attr("EXTERNAL_SCHEME") = std::string(kExternalScheme);
   nb::list action_names;
   for (const char* name : kActionNames) action_names.append(name);
   m.attr("ACTION_NAMES") = action_names;
@@ -225,6 +228,9 @@ NB_MODULE(_core, m) {
      "name, summary and params (name, default, help, range, min, max, min_open, max_open).");
   m.def("validate_scheme", [](const std::string& spec) { (void)make_controller(spec, 1); },
         "spec"_a, "Raises ValueError if the scheme or a parameter is unknown.");
+  m.def("validate_classic_scheme", &check_classic_scheme, "spec"_a,
+        "As validate_scheme, and ValueError for EXTERNAL_SCHEME too: what may compete beside\n"
+        "a learned flow.");
 
   nb::class_<Simulator>(m, "Simulator")
       .def("__init__", [](Simulator* self, const std::string& link,

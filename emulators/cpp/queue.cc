@@ -16,12 +16,6 @@ constexpr uint64_t kMaxQueuePackets = 1'000'000;
 // Errors quote the user's text escaped and at most this long.
 constexpr std::size_t kMaxQuoted = 200;
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // The `key=value` arguments of one spec, checked against the keys its
 // discipline accepts; every error names the whole spec, the key and the valid keys.
 class QueueArgs {

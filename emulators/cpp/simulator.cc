@@ -6,7 +6,6 @@
 #include <limits>
 #include <stdexcept>
 #include <mutex>
-#include <thread>
 
 #include "emulators/cpp/step_workers.hh"
 
@@ -196,7 +195,7 @@ class SharedStepper {
 std::mutex stepper_mutex;  // one call at a time uses the shared threads
 
 SharedStepper& shared_stepper() {
-  static const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  static const int threads = usable_cores();
   // A forked child has none of the parent's threads: it gets threads of its own (the
   // parent's stepper is left alone, not destroyed, since its threads are not here).
   static SharedStepper* stepper = new SharedStepper(threads);
@@ -208,7 +207,7 @@ SharedStepper& shared_stepper() {
 
 void run_all_until(std::vector<Simulator*>& sims, double until_ms, int threads) {
   const int n = static_cast<int>(sims.size());
-  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = usable_cores();
   threads = std::max(1, std::min(threads, n));
   if (threads == 1) {
     for (auto* sim : sims) sim->run_until(until_ms);

@@ -29,7 +29,7 @@ inline constexpr double kSharedAckJitterMaxMs = 5;
 double shared_ack_jitter_ms(const LinkSpec& link);
 
 struct FlowSpec {
-  std::string scheme;  // a make_controller() spec, or "external" (window set from outside)
+  std::string scheme;  // a make_controller() spec, or kExternalScheme (window set from outside)
   double start_ms = 0;
   double stop_ms = kNever;
   uint32_t packet_bytes = kDataPacketBytes;

@@ -24,12 +24,6 @@ constexpr const char* kAck = "ack_";
 constexpr std::size_t kMaxQuoted = 200;
 constexpr std::size_t kMaxMessage = 1000;
 
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
 std::string trim(const std::string& s) {
   const char* ws = " \t\r\n";
   std::size_t b = s.find_first_not_of(ws);

@@ -24,6 +24,11 @@
 
 namespace ccgym {
 
+// The cores this process may run on (its CPU affinity: what taskset or a container's cpuset
+// leaves it), at least 1. std::thread::hardware_concurrency() counts the whole machine's, and
+// threads beyond the cores one may use only wait for each other.
+int usable_cores();
+
 class StepWorkers {
  public:
   // threads >= 1 (threads - 1 of them start here), each owning chunks_per_thread chunks.

@@ -4,18 +4,19 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
-#include <thread>
 
 #include "emulators/cpp/spec.hh"
 #include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
 #include "policies/cpp/policy_action.hh"
 
 namespace ccgym {
 
 int default_threads(std::size_t flows) {
-  const auto cores = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  const auto cores = static_cast<std::size_t>(usable_cores());
   return static_cast<int>(std::clamp<std::size_t>(flows / kMinFlowsPerThread, 1, cores));
 }
 
@@ -28,7 +29,7 @@ VecSimulator::~VecSimulator() = default;
 
 void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
   FlowSpec flow;
-  flow.scheme = "external";
+  flow.scheme = kExternalScheme;
   reset_flows(i, link, seed, {flow}, window);
 }
 
@@ -248,25 +249,37 @@ ThreadTuner::Clock::duration median(ThreadTuner::Clock::duration* first,
 
 }  // namespace
 
+void ThreadTuner::decide(bool threads_faster) {
+  const bool again = !threads_faster || (decided && parallel);
+  period = again ? std::min(2 * period, kMaxTunePeriodSteps) : kTunePeriodSteps;
+  parallel = threads_faster;
+  decided = true;
+  probing = false;
+}
+
 bool ThreadTuner::start_step(Clock::time_point now) {
   if (!adaptive) return true;
+  if (steps == 0) probing = true;
   if (steps >= 1 && steps <= 2 * kProbeSteps) probe[steps - 1] = now - last_start;
-  if (steps == 2 * kProbeSteps) {
-    const auto alone = median(probe.data(), probe.data() + kProbeSteps);
-    const auto threads = median(probe.data() + kProbeSteps, probe.data() + probe.size());
-    const bool faster = std::chrono::duration<double>(threads).count() <
-                        (1 - kThreadsMustSave) * std::chrono::duration<double>(alone).count();
-    const bool again = !faster || (decided && parallel);
-    period = again ? std::min(2 * period, kMaxTunePeriodSteps) : kTunePeriodSteps;
-    parallel = faster;
-    decided = true;
+  if (probing && steps > kProbeSteps) {
+    auto* const alone = probe.data();
+    auto* const threads = alone + kProbeSteps;
+    const auto zero = Clock::duration::zero();
+    if (std::accumulate(threads, alone + steps, zero) >
+        std::accumulate(alone, threads, zero)) {
+      decide(false);  // already slower in all than the caller's whole probe
+    } else if (steps == 2 * kProbeSteps) {
+      const double alone_median = std::chrono::duration<double>(median(alone, threads)).count();
+      const double threads_median =
+          std::chrono::duration<double>(median(threads, alone + probe.size())).count();
+      decide(threads_median < (1 - kThreadsMustSave) * alone_median);
+    }
   }
   last_start = now;
   const uint64_t step = steps;
   steps = steps + 1 == period ? 0 : steps + 1;
   if (step < kProbeSteps) return false;
-  if (step < 2 * kProbeSteps) return true;
-  return parallel;
+  return probing || parallel;
 }
 
 // Simulations reset since the last step have not been recorded: their first observation,

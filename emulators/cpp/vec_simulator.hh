@@ -65,11 +65,14 @@ struct StepOutputs {
   int64_t* experts = nullptr;        // rows(): closest_actions(targets), as it would after
 };
 
-// The default number of threads spreads at least this many flows onto each: below it a
-// step is so short that the hand-off between threads costs more than it saves. On 2 quiet
-// cores 2 threads already ran 8 single flows 1.14x and 32 1.47x as fast as one
-// (benchmarks/bench_env.py); where the machine is busy the tuner falls back to one.
-inline constexpr std::size_t kMinFlowsPerThread = 4;
+// The default number of threads spreads at least this many flows onto each, so 8 flows run
+// on the caller alone, with no worker and no tuner. A step of 8 flows takes some tens of
+// microseconds, as long as a worker takes to wake, and what a second thread can save there is
+// small where it saves anything: 1.16x on the developers' quiet 2 cores, at best 1.26x on
+// 16, against 0.72x of one thread on a fresh 2-core machine (issue 61; benchmarks/bench_env.py,
+// docs/design.md "How it scales"). From 16 flows the threads pay more often (1.44x at 32 on
+// 2 quiet cores), and the tuner keeps them from costing where they do not.
+inline constexpr std::size_t kMinFlowsPerThread = 8;
 // Chunks each thread owns: finer than one per thread, so that a thread that is late (a busy
 // machine) leaves only part of its share to the others, and at the step's end one waits for
 // the other's last chunk, which is short; but at least kMinSimsPerChunk simulations each.
@@ -83,14 +86,18 @@ inline constexpr std::size_t kMinSimsPerChunk = 2;
 // runs until the next probe. A step is timed from its start to the next step's start, so
 // that the caller's own work between steps counts too (a worker spinning for the next step
 // takes a busy core from it), and the threads win if their median is kThreadsMustSave
-// lower than the caller's alone: a step that waited for a thread preempted mid-chunk, or a
-// caller that paused between steps to train, decides nothing, and where both are about as
-// fast (a busy machine) the caller runs alone, since the default must never be slower than
-// one thread. The next probe comes kTunePeriodSteps steps later or, each time the same side
-// wins again (the caller alone, from its first win), twice as late, up to
-// kMaxTunePeriodSteps: a probe runs kProbeSteps steps on the losing side, so where one side
-// keeps winning, probing costs little. Only the wall-clock time of the steps is read, to choose; the results are the
-// same either way (the simulations never read a clock).
+// lower than the caller's alone: one step on the caller that paused between steps to
+// train decides nothing, and where both are about as fast (a busy machine) the caller runs
+// alone, since the default must never be slower than one thread. The threads' half of a
+// probe ends, the caller winning, as soon as its steps have taken longer in all than the
+// caller's whole half: a step that waits for a worker preempted mid-chunk (a busy machine)
+// can take a scheduler's time slice, milliseconds, and without that bound every probe
+// would pay kProbeSteps of them while its median chose the caller anyway. The next probe
+// comes kTunePeriodSteps steps later or, each time the same side wins again (the caller
+// alone, from its first win), twice as late, up to kMaxTunePeriodSteps: a probe runs
+// kProbeSteps steps on the losing side at most, so where one side keeps winning, probing
+// costs little. Only the wall-clock time of the steps is read, to choose; the results are
+// the same either way (the simulations never read a clock).
 inline constexpr uint64_t kTunePeriodSteps = 2048;
 inline constexpr uint64_t kMaxTunePeriodSteps = 65536;
 inline constexpr uint64_t kProbeSteps = 32;
@@ -101,12 +108,16 @@ struct ThreadTuner {
   bool adaptive = false;  // off: always on the threads
   bool parallel = true;   // the choice of the last probe
   bool decided = false;   // a probe has chosen
+  bool probing = false;   // in this period's probe, not yet decided
   uint64_t steps = 0;     // steps begun in this period
   uint64_t period = kTunePeriodSteps;
   std::array<Clock::duration, 2 * kProbeSteps> probe{};  // on the caller, then on the threads
   Clock::time_point last_start{};
   // At the start of a step: times the previous one, then says where this one runs.
   bool start_step(Clock::time_point now);
+
+ private:
+  void decide(bool threads_faster);
 };
 
 class VecSimulator {
@@ -121,7 +132,7 @@ class VecSimulator {
   std::size_t size() const { return sims_.size(); }
   // Starts simulation i afresh on `link` with one external flow at `window`.
   void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
-  // Starts simulation i afresh with `flows`; those whose scheme is "external" are its rows,
+  // Starts simulation i afresh with `flows`; those whose scheme is kExternalScheme are its rows,
   // each starting at `window`. std::invalid_argument if none is external.
   void reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                    const std::vector<FlowSpec>& flows, double window);
@@ -194,7 +205,7 @@ class VecSimulator {
 };
 
 // The default thread count for simulations holding `flows` flows in all: one per
-// kMinFlowsPerThread flows, at most one per core.
+// kMinFlowsPerThread flows, at most one per core this process may use (usable_cores()).
 int default_threads(std::size_t flows);
 
 }  // namespace ccgym

@@ -7,9 +7,14 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ccgym {
+
+// The scheme of a flow whose window is set from outside (ExternalWindow): the learned
+// policy's, the oracle's, Python's. Every other scheme is a classic one, deciding alone.
+inline constexpr std::string_view kExternalScheme = "external";
 
 class Controller {
  public:
@@ -71,6 +76,12 @@ struct SchemeInfo {
 // or parameter, listing the valid ones. seed drives schemes with randomness.
 std::unique_ptr<Controller> make_controller(const std::string& spec, uint64_t seed = 1);
 std::vector<SchemeInfo> scheme_catalog();
+// Checks `spec` as make_controller() does, and that it names a classic scheme (not
+// kExternalScheme): what may compete beside a learned flow. Throws std::invalid_argument.
+void check_classic_scheme(const std::string& spec);
+// The classic schemes' names, "fixed, aimd, ...": what a user may name (external is accepted
+// but never offered: alone it is a fixed window).
+std::string classic_scheme_names();
 
 // A window set from outside (the learned policy, the oracle, Python): the
 // controller that policies which act every 10 ms drive.
@@ -80,7 +91,7 @@ class ExternalWindow final : public Controller {
   void set_window(double window) { window_ = window; }
   double window_size() override { return window_; }
   void on_ack(uint64_t, double, double, double) override {}
-  std::string name() const override { return "external"; }
+  std::string name() const override { return std::string(kExternalScheme); }
   // The newest ACK's time (sender clock) when a learned policy last grew the window, so that
   // it grows once per ACK at most (growth_ceiling in actions.hh); -infinity before.
   double grown_at_ack_ms() const { return grown_at_ack_ms_; }

@@ -99,7 +99,7 @@ std::array<float, kObsDim> Features::observation(double window, int previous_act
     const double pipe = pipe_packets();
     if (pipe > 0) {
       const double ratio = std::log2(window / pipe) / kPipeRatioLog2Top;
-      obs[kObsSignedIndex] = static_cast<float>(std::clamp(ratio, -1.0, 1.0));
+      obs[kObsPipeRatioIndex] = static_cast<float>(std::clamp(ratio, -1.0, 1.0));
     }
     obs[8] = static_cast<float>(values_.loss_ewma);
     obs[9] = static_cast<float>(log_scaled(values_.ack_rate_mbps, kRateUnitMbps, kRateTopMbps));

@@ -63,8 +63,12 @@ inline constexpr double kPipeRatioLog2Top = 4;
 inline constexpr int kObsScaled = 10;
 inline constexpr int kObsActionOffset = kObsScaled;
 inline constexpr int kObsDim = kObsScaled + kNumActions;
-// Observation entries that may be negative (feature 7); the others are >= 0.
-inline constexpr int kObsSignedIndex = 7;
+// Feature 7, the window over the pipe, in [-1, 1].
+inline constexpr int kObsPipeRatioIndex = 7;
+// The observation entries that may be negative, each in [-1, 1]; the others are >= 0. The
+// observation space (envs/link_env.py) reads its bounds from here: a feature added to it
+// is bounded there too.
+inline constexpr std::array<int, 1> kObsSignedIndices = {kObsPipeRatioIndex};
 // The current window (feature 3), which a policy that outputs a window change reads back.
 inline constexpr int kObsWindowIndex = 3;
 

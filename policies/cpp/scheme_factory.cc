@@ -1,12 +1,13 @@
 // make_controller() and scheme_catalog(): the one parser of scheme specs
 // ("name", "name:value", "name:key=value:key=value"), used by the simulator, the
 // UDP sender and, through the binding, every Python verb.
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <limits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "common/cpp/format.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
@@ -15,19 +16,6 @@ namespace ccgym {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The shortest text that reads back as the same double: "0.5", "20000", "1e-06".
-std::string format_number(double value) {
-  char buf[32];
-  // At least as many digits as the integer part has, so that 20000 is not "2e+04".
-  const double magnitude = std::abs(value);
-  const int whole_digits = magnitude >= 1 ? static_cast<int>(std::log10(magnitude)) + 1 : 1;
-  for (int digits = std::min(whole_digits, 17); digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-    if (std::strtod(buf, nullptr) == value) break;
-  }
-  return buf;
-}
 
 }  // namespace
 
@@ -57,7 +45,7 @@ std::unique_ptr<Controller> make_external(const Params& params, uint64_t) {
 }
 
 SchemeEntry external_scheme() {
-  return {{"external",
+  return {{std::string(kExternalScheme),
            "the learned flow's slot, not a baseline: its window is set from outside (the LSTM "
            "policy, the oracle, Python)",
            {{"window", 10, "initial window (packets) until the first set_window()",
@@ -76,20 +64,10 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
-// The schemes a user names: `external` is the window that a learned policy, the oracle or an
-// env sets from outside, accepted but never offered (alone it is a fixed window).
-std::string joined_names(const std::vector<SchemeEntry>& entries) {
-  std::string out;
-  for (const SchemeEntry& e : entries) {
-    if (e.info.name != "external") out += (out.empty() ? "" : ", ") + e.info.name;
-  }
-  return out;
-}
-
 std::string joined_params(const SchemeInfo& info) {
-  std::string out;
-  for (const SchemeParam& p : info.params) out += (out.empty() ? "" : ", ") + p.name;
-  return out.empty() ? "none" : out;
+  std::vector<std::string> names;
+  for (const SchemeParam& p : info.params) names.push_back(p.name);
+  return names.empty() ? "none" : join(names);
 }
 
 double parse_number(const std::string& scheme, const std::string& key, const std::string& text) {
@@ -149,7 +127,7 @@ std::unique_ptr<Controller> make_controller(const std::string& spec, uint64_t se
   }
   if (entry == nullptr) {
     throw std::invalid_argument("unknown scheme '" + parts[0] +
-                                "' (valid: " + schemes::joined_names(entries) + ")");
+                                "' (valid: " + classic_scheme_names() + ")");
   }
   const SchemeInfo& info = entry->info;
   schemes::Params params;
@@ -193,6 +171,23 @@ std::unique_ptr<Controller> make_controller(const std::string& spec, uint64_t se
                          p.range.to_string(), params[p.name]);
   }
   return entry->make(params, seed);
+}
+
+void check_classic_scheme(const std::string& spec) {
+  const std::string name = spec.substr(0, spec.find(':'));
+  if (name == kExternalScheme) {
+    throw std::invalid_argument("'" + name + "' is not a classic scheme: its window is set from "
+                                "outside (a learned flow, the oracle)");
+  }
+  (void)make_controller(spec);
+}
+
+std::string classic_scheme_names() {
+  std::vector<std::string> names;
+  for (const schemes::SchemeEntry& e : schemes::all_schemes()) {
+    if (e.info.name != kExternalScheme) names.push_back(e.info.name);
+  }
+  return join(names);
 }
 
 std::vector<SchemeInfo> scheme_catalog() {

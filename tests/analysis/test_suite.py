@@ -95,7 +95,7 @@ def test_every_catalog_scheme_is_in_the_suite_by_default(tmp_path: Path) -> None
     code, _, _ = run_suite("--groups", "pantheon-calibrated", "--duration-s", "1",
                            "--no-oracle", "--no-progress", "--json", str(out))
     assert code == 0
-    catalog = {entry["name"] for entry in _core.scheme_catalog()} - {"external"}
+    catalog = {entry["name"] for entry in _core.scheme_catalog()} - {_core.EXTERNAL_SCHEME}
     rows = json.loads(out.read_text())["rows"]
     assert {r["scheme"] for r in rows} == catalog | {"omniscient"}
 

@@ -59,7 +59,7 @@ TEST(Features, ObservationScalesEachValueAndOneHotsThePreviousAction) {
   EXPECT_FLOAT_EQ(obs[5], delay(20));        // the latest RTT's queueing, undamped
   EXPECT_FLOAT_EQ(obs[6], delay(95 - 70));   // since the last ACK
   const double pipe = v.delivery_rate_mbps * 1000 / 8 * 40 / kBytes;
-  EXPECT_FLOAT_EQ(obs[kObsSignedIndex],
+  EXPECT_FLOAT_EQ(obs[kObsPipeRatioIndex],
                   static_cast<float>(std::clamp(std::log2(40 / pipe) / kPipeRatioLog2Top, -1.0, 1.0)));
   EXPECT_FLOAT_EQ(obs[8], 0);                // nothing lost
   EXPECT_GT(obs[1], 0);
@@ -86,9 +86,9 @@ TEST(Features, WindowAtThePipeReadsZeroAndDatagramsSkippedCountAsLost) {
     if (ms < 140) features.on_sent(ms, kBytes, static_cast<double>(ms));
   }
   const auto full = features.observation(/*window=*/40, kHoldAction, /*now_ms=*/140);
-  EXPECT_NEAR(full[kObsSignedIndex], 0, 0.02);
-  EXPECT_GT(features.observation(80, kHoldAction, 140)[kObsSignedIndex], 0.2f);
-  EXPECT_LT(features.observation(20, kHoldAction, 140)[kObsSignedIndex], -0.2f);
+  EXPECT_NEAR(full[kObsPipeRatioIndex], 0, 0.02);
+  EXPECT_GT(features.observation(80, kHoldAction, 140)[kObsPipeRatioIndex], 0.2f);
+  EXPECT_LT(features.observation(20, kHoldAction, 140)[kObsPipeRatioIndex], -0.2f);
   EXPECT_EQ(full[8], 0.0f);
   // Datagrams 101-103 never come back: the ACK of 104 finds three lost before it.
   features.on_ack(104, kBytes, 104, 144);
@@ -140,7 +140,7 @@ TEST(Features, AckTrainsTellSpareCapacityFromAFullPipe) {
   EXPECT_GT(fast.values().ack_rate_mbps, 10 * full.values().ack_rate_mbps);
   const auto fast_obs = fast.observation(10, kHoldAction, 205);
   const auto full_obs = full.observation(10, kHoldAction, 205);
-  EXPECT_NEAR(fast_obs[kObsSignedIndex], full_obs[kObsSignedIndex], 0.1);
+  EXPECT_NEAR(fast_obs[kObsPipeRatioIndex], full_obs[kObsPipeRatioIndex], 0.1);
   EXPECT_FLOAT_EQ(full_obs[9], static_cast<float>(log_scaled(full.values().ack_rate_mbps,
                                                              kRateUnitMbps, kRateTopMbps)));
   EXPECT_GT(fast_obs[9], full_obs[9] + 0.2f);

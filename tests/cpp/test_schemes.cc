@@ -275,7 +275,7 @@ TEST(SchemeFactory, CatalogListsEverySchemeWithDocumentedParameters) {
     }
   }
   ASSERT_GT(catalog.size(), 1u);
-  EXPECT_EQ(names.back(), "external");
+  EXPECT_EQ(names.back(), kExternalScheme);
   std::vector<std::string> sorted = names;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "duplicate name";
@@ -354,13 +354,32 @@ TEST(SchemeFactory, UnknownSchemeListsTheValidOnes) {
   const std::string msg = thrown_message("reno");
   EXPECT_NE(msg.find("unknown scheme 'reno'"), std::string::npos) << msg;
   for (const SchemeInfo& info : scheme_catalog()) {
-    if (info.name != "external") {
+    if (info.name != kExternalScheme) {
       EXPECT_NE(msg.find(info.name), std::string::npos) << msg;
     }
   }
   // The window driven from outside is accepted but never offered to a user.
-  EXPECT_EQ(msg.find("external"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(kExternalScheme), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(valid: " + classic_scheme_names() + ")"), std::string::npos) << msg;
   EXPECT_NE(thrown_message("").find("unknown scheme"), std::string::npos);
+}
+
+TEST(SchemeFactory, AClassicSchemeIsAnyButTheExternalWindow) {
+  EXPECT_NO_THROW(check_classic_scheme("cubic"));
+  EXPECT_NO_THROW(check_classic_scheme("fixed:window=30"));
+  EXPECT_NO_THROW((void)make_controller(std::string(kExternalScheme)));
+  for (const std::string& spec : {std::string(kExternalScheme),
+                                 std::string(kExternalScheme) + ":window=5"}) {
+    try {
+      check_classic_scheme(spec);
+      ADD_FAILURE() << spec << " passed as a classic scheme";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a classic scheme"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(check_classic_scheme("reno"), std::invalid_argument);
+  EXPECT_THROW(check_classic_scheme("cubic:beta=7"), std::invalid_argument);
 }
 
 TEST(SchemeFactory, UnknownParameterNamesItAndTheValidOnes) {

@@ -7,11 +7,16 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
+#include "emulators/cpp/step_workers.hh"
 #include "emulators/cpp/vec_simulator.hh"
 #include "policies/cpp/actions.hh"
+#include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
 
 namespace ccgym {
@@ -55,7 +60,7 @@ TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
   EXPECT_GT(obs[4], 0.0f);  // a min RTT was measured
 }
 
-FlowSpec flow(const std::string& scheme, double start_ms = 0, double stop_ms = kNever) {
+FlowSpec flow(std::string_view scheme, double start_ms = 0, double stop_ms = kNever) {
   FlowSpec f;
   f.scheme = scheme;
   f.start_ms = start_ms;
@@ -68,7 +73,7 @@ void reset_shared(VecSimulator& vec) {
   for (std::size_t i = 0; i < vec.size(); ++i) {
     const double start = 100.0 * static_cast<double>(i % 4);
     vec.reset_flows(i, "rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80",
-                    i + 7, {flow("external"), flow("cubic", start), flow("external", 200)}, 10);
+                    i + 7, {flow(kExternalScheme), flow("cubic", start), flow(kExternalScheme, 200)}, 10);
   }
 }
 
@@ -139,8 +144,8 @@ TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
 
 TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
   VecSimulator vec(1, 1);
-  vec.reset_flows(0, kLink, 1, {flow("external", 0, 300), flow("cubic", 100, 200),
-                                flow("external", 150)}, 10);
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme, 0, 300), flow("cubic", 100, 200),
+                                flow(kExternalScheme, 150)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
   auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
@@ -160,8 +165,8 @@ TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
 TEST(VecSimulator, ClassicFlowsSendingAndTheirMeanInFlightAreEveryRowsStatistics) {
   VecSimulator vec(1, 1);
   // Fixed windows of 30 and 50 keep exactly that many packets in flight once sending.
-  vec.reset_flows(0, kLink, 1, {flow("external"), flow("fixed:window=30", 0, 300),
-                                flow("fixed:window=50", 100), flow("external", 50)}, 10);
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme), flow("fixed:window=30", 0, 300),
+                                flow("fixed:window=50", 100), flow(kExternalScheme, 50)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
   auto at = [&](std::size_t row, std::size_t col) { return st[row * kStatColumns + col]; };
@@ -191,8 +196,7 @@ TEST(VecSimulator, DefaultThreadsGrowWithTheFlows) {
   EXPECT_EQ(default_threads(1), 1);
   EXPECT_EQ(default_threads(kMinFlowsPerThread - 1), 1);
   EXPECT_GE(default_threads(1000 * kMinFlowsPerThread), 1);
-  EXPECT_LE(default_threads(1000 * kMinFlowsPerThread),
-            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(default_threads(1000 * kMinFlowsPerThread), usable_cores());
 }
 
 TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
@@ -205,18 +209,26 @@ TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
 }
 
 
-// Feeds the tuner steps that take `alone` on the caller and `threads` on the threads, one
-// of those on the threads a second longer (a preempted thread, a caller that paused to
-// train); returns where the steps after the probe run and the period they run for.
-std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alone,
-                               std::chrono::microseconds threads) {
+// Feeds the tuner one period of steps that take `alone` on the caller and `threads` on the
+// threads, the step at `slow_step` a second longer (a caller that paused to train, a thread
+// preempted mid-chunk); returns where the steps after the probe run and the period they run
+// for, and the steps the threads ran.
+struct Tuned {
+  bool parallel;
+  uint64_t period;
+  std::size_t on_threads;
+  bool operator==(const Tuned&) const = default;
+};
+
+Tuned tune(ThreadTuner& tuner, std::chrono::microseconds alone, std::chrono::microseconds threads,
+           std::size_t slow_step = 3) {
   auto now = tuner.last_start;
   std::vector<bool> where;
   do {  // one period: to the next probe
     const std::size_t step = where.size();
     where.push_back(tuner.start_step(now));
     now += where.back() ? threads : alone;
-    if (step == kProbeSteps + 3) now += std::chrono::seconds(1);  // a sum would pick the caller
+    if (step == slow_step) now += std::chrono::seconds(1);
   } while (tuner.steps != 0);
   EXPECT_EQ(where.size(), tuner.period);
   for (std::size_t step = 2 * kProbeSteps + 1; step < where.size(); ++step) {
@@ -224,20 +236,58 @@ std::pair<bool, uint64_t> tune(ThreadTuner& tuner, std::chrono::microseconds alo
   }
   EXPECT_FALSE(where[0]);
   EXPECT_TRUE(where[kProbeSteps]);
-  return {where.back(), tuner.period};
+  const auto probe_end = where.begin() + 2 * kProbeSteps;
+  return {where.back(), tuner.period,
+          static_cast<std::size_t>(std::count(where.begin(), probe_end, true))};
 }
 
 TEST(ThreadTuner, RunsTheFasterByMedianAndProbesLessWhileOneSideWins) {
   using std::chrono::microseconds;
   ThreadTuner tuner;
   tuner.adaptive = true;
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), std::make_pair(true, kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 2 * kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), std::make_pair(false, 4 * kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, kTunePeriodSteps));
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), std::make_pair(true, 2 * kTunePeriodSteps));
+  // The caller's slow step (a pause to train) decides nothing: a sum would pick the threads.
+  const std::size_t k = kProbeSteps;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30)), (Tuned{true, kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), (Tuned{false, 2 * kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(70)), (Tuned{false, 4 * kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), (Tuned{true, kTunePeriodSteps, k}));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(40)), (Tuned{true, 2 * kTunePeriodSteps, k}));
   // About as fast (within kThreadsMustSave): the caller alone.
-  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), std::make_pair(false, 4 * kTunePeriodSteps));
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(49)), (Tuned{false, 4 * kTunePeriodSteps, k}));
+}
+
+TEST(ThreadTuner, AThreadedStepLongerThanTheCallersWholeProbeEndsItForTheCaller) {
+  using std::chrono::microseconds;
+  ThreadTuner tuner;
+  tuner.adaptive = true;
+  // The threads' fourth step waits a second for a preempted worker: faster by median, but
+  // already slower in all than the caller's 32 steps; the rest of the probe runs alone.
+  const std::size_t slow = kProbeSteps + 3;
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30), slow),
+            (Tuned{false, 2 * kTunePeriodSteps, 4}));
+  // Without the stall the threads win again.
+  EXPECT_EQ(tune(tuner, microseconds(50), microseconds(30), 0),
+            (Tuned{true, kTunePeriodSteps, kProbeSteps}));
+}
+
+TEST(StepWorkers, ThreadsCountTheCoresThisProcessMayUse) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(usable_cores(), CPU_COUNT(&all));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int cores = usable_cores();
+  const int threads = default_threads(1000 * kMinFlowsPerThread);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(cores, 1);
+  EXPECT_EQ(threads, 1);  // as many as the cores it may use, not the machine's
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ def test_flows_start_late_and_share():
 
 
 def test_external_window_is_set_from_outside():
-    sim = _core.Simulator(LINK_12, [("external", 0.0, -1.0)], 1)
+    sim = _core.Simulator(LINK_12, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
     sim.set_window(5.0)
     sim.run_until(1000)
     assert sim.in_flight() <= 5
@@ -83,7 +83,7 @@ def test_vector_simulator_matches_single_simulators():
     singles = []
     for i, link in enumerate(links):
         vec.reset(i, link, 5, 10.0)
-        singles.append(_core.Simulator(link, [("external", 0.0, -1.0)], 5, False))
+        singles.append(_core.Simulator(link, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 5, False))
         singles[-1].set_window(10.0)
     actions = np.array([3, 4, 0], dtype=np.int32)
     for step in range(50):
@@ -108,7 +108,7 @@ def test_unknown_scheme_lists_valid_ones():
 
 
 def test_take_action_does_not_grow_the_window_before_the_first_ack():
-    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1)
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
     double = _core.ACTION_NAMES.index("x2")
     assert sim.take_action(double) == 10  # x2 at t=0: nothing acknowledged yet
     assert sim.take_action(_core.ACTION_NAMES.index("/2")) == 5   # shrinking is allowed

@@ -10,7 +10,7 @@ from ccgym.emulators.stepping import run_stepped
 
 def test_each_simulation_stops_at_its_own_end_while_decisions_cover_the_longest() -> None:
     ends = [25.0, 100.0, 100.0]
-    sims = [_core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], seed)
+    sims = [_core.Simulator("rate_mbps=12,delay_ms=20", [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], seed)
             for seed in (1, 2, 3)]
     decided: list[tuple[float, list[float]]] = []
 
@@ -32,6 +32,6 @@ def test_each_simulation_stops_at_its_own_end_while_decisions_cover_the_longest(
 
 
 def test_mismatched_ends_are_refused() -> None:
-    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1)
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
     with pytest.raises(ValueError, match="1 simulations but 2 end times"):
         run_stepped([sim], [10.0, 20.0], lambda _: None)

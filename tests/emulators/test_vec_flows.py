@@ -13,11 +13,11 @@ LINK = "rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80"
 CONSTANT = "rate_mbps=12,delay_ms=20"
 # Per simulation: (flows, seed); 'external' flows are the rows.
 SIMS = [
-    ([("external", 0.0, -1.0), ("cubic", 0.0, -1.0), ("external", 300.0, 1500.0)], 5),
-    ([("bbr", 0.0, -1.0), ("external", 200.0, -1.0)], 6),
-    ([("external", 0.0, -1.0)], 7),
-    ([("external", 0.0, -1.0), ("external", 0.0, -1.0), ("vegas", 500.0, 1000.0),
-      ("external", 100.0, -1.0)], 8),
+    ([(_core.EXTERNAL_SCHEME, 0.0, -1.0), ("cubic", 0.0, -1.0), (_core.EXTERNAL_SCHEME, 300.0, 1500.0)], 5),
+    ([("bbr", 0.0, -1.0), (_core.EXTERNAL_SCHEME, 200.0, -1.0)], 6),
+    ([(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 7),
+    ([(_core.EXTERNAL_SCHEME, 0.0, -1.0), (_core.EXTERNAL_SCHEME, 0.0, -1.0), ("vegas", 500.0, 1000.0),
+      (_core.EXTERNAL_SCHEME, 100.0, -1.0)], 8),
 ]
 
 
@@ -33,7 +33,7 @@ def reference_rows():
     rows = []
     for flows, seed in SIMS:
         sim = _core.Simulator(LINK, flows, seed, False)
-        externals = [f for f, (scheme, _, _) in enumerate(flows) if scheme == "external"]
+        externals = [f for f, (scheme, _, _) in enumerate(flows) if scheme == _core.EXTERNAL_SCHEME]
         for f in externals:
             sim.set_window(10.0, f)
         rows += [(sim, f) for f in externals]
@@ -128,7 +128,8 @@ def fixed_shares(sim, seconds=20.0, warmup_ms=5000.0):
 
 def test_external_flows_of_equal_windows_share_evenly_in_one_call():
     vec = _core.VecSimulator(1, 1)
-    vec.reset_flows(0, CONSTANT, 1, [("external", 0.0, -1.0), ("external", 500.0, -1.0)], 50.0)
+    vec.reset_flows(0, CONSTANT, 1, [(_core.EXTERNAL_SCHEME, 0.0, -1.0),
+                                     (_core.EXTERNAL_SCHEME, 500.0, -1.0)], 50.0)
     hold = np.full(2, -1, dtype=np.int32)
     delivered = np.zeros(2)
     for k in range(2000):
@@ -140,7 +141,7 @@ def test_external_flows_of_equal_windows_share_evenly_in_one_call():
 
 def test_competitors_send_only_between_their_start_and_stop():
     vec = _core.VecSimulator(1, 1)
-    vec.reset_flows(0, CONSTANT, 2, [("external", 0.0, -1.0), ("cubic", 1000.0, 2000.0)], 40.0)
+    vec.reset_flows(0, CONSTANT, 2, [(_core.EXTERNAL_SCHEME, 0.0, -1.0), ("cubic", 1000.0, 2000.0)], 40.0)
     hold = np.full(1, -1, dtype=np.int32)
     counts, delivered = [], []
     for _ in range(600):

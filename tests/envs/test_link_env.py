@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 
 import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig, LinkEnv
+from ccgym.envs.link_env import UNBOUNDED, EnvConfig, LinkEnv, observation_space
 from ccgym.oracle.ideal import ideal_window
 
 LINK_12 = "rate_mbps=12,delay_ms=20"
@@ -200,3 +200,29 @@ def test_a_random_start_holds_its_window_for_up_to_three_seconds_whatever_the_po
             held_a_second += windows[99] == start
             assert windows[-1] > start
     assert held_a_second >= 1
+
+
+def test_observation_space_bounds_every_signed_feature(monkeypatch):
+    signed = list(_core.OBS_SIGNED_INDICES)
+    assert signed and max(signed) < _core.OBS_SCALED
+    low = np.zeros(_core.OBS_DIM, np.float32)
+    high = np.array([UNBOUNDED] * _core.OBS_SCALED + [1.0] * _core.NUM_ACTIONS, np.float32)
+    low[signed], high[signed] = -1.0, 1.0
+    space = observation_space()
+    np.testing.assert_array_equal(space.low, low)
+    np.testing.assert_array_equal(space.high, high)
+    # A second signed feature, as features.hh would declare it, is bounded too.
+    monkeypatch.setattr(_core, "OBS_SIGNED_INDICES", (*signed, 8))
+    space = observation_space()
+    assert (space.low[8], space.high[8]) == (-1.0, 1.0)
+
+
+def test_a_window_far_below_the_pipe_reads_negative_within_the_space():
+    env = LinkEnv(links=[LINK_12], episode_ms=2000, initial_window=40)
+    env.reset(seed=1)
+    for _ in range(20):  # fills the pipe, then halves the window below it
+        obs, *_ = env.step(_core.HOLD_ACTION)
+    for _ in range(4):
+        obs, *_ = env.step(_core.ACTION_NAMES.index("/2"))
+    assert env.observation_space.contains(obs)
+    assert all(obs[i] < 0 for i in _core.OBS_SIGNED_INDICES)

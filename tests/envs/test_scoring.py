@@ -27,7 +27,8 @@ def test_a_later_flow_starts_its_policy_with_its_flow(tmp_path):
     link = link_from_spec(SPEC)
     [run] = simulate_scheme(link, f"lstm:{path}", [5], END_MS, flows=2, interval_ms=START_MS)
 
-    sim = _core.Simulator(link.spec, [("external", 0.0, -1.0), ("external", START_MS, -1.0)], 5)
+    sim = _core.Simulator(link.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0),
+                                      (_core.EXTERNAL_SCHEME, START_MS, -1.0)], 5)
     cohorts = []
     for flow, start in ((0, 0.0), (1, START_MS)):
         scheme = LstmScheme.from_policy(LstmPolicy.load(path))

@@ -34,7 +34,7 @@ def test_fair_windows_are_vectorized_and_within_the_senders_range():
 def test_an_expert_flow_holds_its_share_against_cubic_on_a_one_bdp_droptail():
     run = simulate_shared("rate_mbps=24,delay_ms=20,queue=droptail:packets=80", ["cubic"],
                           duration_ms=20_000.0, learned_start_ms=2000.0)
-    assert run.schemes == ("external", "cubic")
+    assert run.schemes == (_core.EXTERNAL_SCHEME, "cubic")
     assert 0.35 <= run.shares[0] <= 0.65
     assert sum(run.shares) == pytest.approx(1.0)
 

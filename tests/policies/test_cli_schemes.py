@@ -11,12 +11,12 @@ import pytest
 from ccgym.analysis.cli_eval import DEFAULT_SCHEMES
 from ccgym.cli import main
 from ccgym.emulators import _core
-from ccgym.policies.schemes import EXTERNAL, baseline_schemes, scheme_catalog
+from ccgym.policies.schemes import baseline_schemes, scheme_catalog
 
 
 def test_catalog_defaults_lie_in_their_ranges() -> None:
     catalog = scheme_catalog()
-    assert catalog[-1].name == EXTERNAL
+    assert catalog[-1].name == _core.EXTERNAL_SCHEME
     for scheme in catalog:
         for p in scheme.params:
             lo = -math.inf if p.min is None else p.min
@@ -27,7 +27,7 @@ def test_catalog_defaults_lie_in_their_ranges() -> None:
 
 def test_eval_scores_every_catalog_scheme_but_the_learned_slot() -> None:
     assert DEFAULT_SCHEMES.split(",") == baseline_schemes()
-    assert EXTERNAL not in baseline_schemes()
+    assert _core.EXTERNAL_SCHEME not in baseline_schemes()
     assert {"ledbat", "c2tcp", "vivace", "bbr3"} <= set(baseline_schemes())
 
 

@@ -12,7 +12,7 @@ from ccgym.policies.lstm import LstmPolicy, action_log_changes, ensemble
 
 def simulated_observations(steps: int = 200, window: float = 30.0) -> np.ndarray:
     """Real observations: a fixed external window on a 12 Mbit/s link."""
-    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1, False)
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1, False)
     sim.set_window(window)
     out = []
     for k in range(steps):
@@ -126,7 +126,7 @@ def test_act_rejects_wrong_shapes(policy: LstmPolicy) -> None:
 
 def observation_with_window(window: float) -> np.ndarray:
     """A real observation whose window feature reads `window` (the rest from a flow)."""
-    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [("external", 0.0, -1.0)], 1, False)
+    sim = _core.Simulator("rate_mbps=12,delay_ms=20", [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1, False)
     sim.set_window(window)
     sim.run_until(200.0)
     return np.asarray(sim.observation(_core.HOLD_ACTION), dtype=np.float32)

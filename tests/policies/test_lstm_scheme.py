@@ -39,7 +39,7 @@ def test_scheme_applies_the_policys_actions(run_dir) -> None:
     on the observation it was shown, the growth ceiling of the pipe measured), for two flows
     in one call."""
     policy = LstmPolicy.load(run_dir / "policy.pt")
-    sims = [_core.Simulator(LINK, [("external", 0.0, -1.0)], s) for s in (1, 2)]
+    sims = [_core.Simulator(LINK, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], s) for s in (1, 2)]
     link = link_from_spec(LINK)
     slots = [Slot(sim, 0, link, s) for sim, s in zip(sims, (1, 2))]
     scheme = LstmScheme(str(run_dir / "policy.pt"))
