@@ -14,9 +14,8 @@ Each iteration i = 1, 2, ...:
 
 Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
 (train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the shared RolloutPool (train/pool.py), one SharedLinks per task (N
-simulations stepped together in C++, envs/shared_link.py); everything a rollout needs travels
-in a RolloutTask, so a task runs the same on a cluster node.
+Rollouts run on the RolloutPool (train/pool.py), one SharedLinks per task (N simulations stepped
+together in C++); everything a rollout needs travels in a RolloutTask, as on a cluster node.
 
 On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
 (flow_0 and one per "self") is driven by the same expert-policy mixture, each with its own
@@ -168,8 +167,7 @@ def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
 
 
 def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
-    """The training links resolved once, by the driver: name, spec, mean rate, delay and ideal
-    window each, picklable; the tasks carry them to workers, which parse no spec again."""
+    """The training links resolved once, by the driver; tasks carry them, workers parse none."""
     env_config = rollout_env_config(config, train_specs)
     return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
 
@@ -186,9 +184,8 @@ def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteratio
     tasks = []
     for k in range(tasks_per_iteration):
         n = min(per_task, count - k * per_task)
-        # RLlib's convention, seed + worker_index, with the index unique over the whole run.
-        # run_rollout draws simulation i from (task seed + i): spacing the workers num_envs
-        # apart gives every simulation of the run its own seed.
+        # RLlib's seed + worker_index, the index unique over the run; run_rollout draws simulation
+        # i from (task seed + i), so workers num_envs apart give every simulation its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
         tasks.append(RolloutTask(worker_index, n, rollout_env_config(config, specs, seed), seed,
@@ -374,7 +371,7 @@ class Dagger(Trainer):
                 self._pool = None
 
     def use_train_specs(self, train_specs: Sequence[str]) -> None:
-        self._train_specs = list(train_specs)  # each collect builds its tasks from them
+        self._train_links = resolve_rollout_links(self.config, train_specs)  # from the next collect
 
     def stages(self, iteration: int) -> int:
         d = self.config.dagger

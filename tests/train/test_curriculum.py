@@ -76,6 +76,11 @@ def test_rounds_add_the_found_links_and_a_resumed_run_equals_a_straight_one(tmp_
     for a, b in zip(resumed.trainer.policy.state_dict().values(),
                     straight.trainer.policy.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # The found links are trained on: without rounds the same seed gives another policy.
+    alone = train(parse_config(doc(space, every=0), "tiny"), tmp_path / "alone", progress=False,
+                  say=quiet)
+    assert any(not torch.equal(a, b) for a, b in zip(alone.trainer.policy.state_dict().values(),
+                                                     straight.trainer.policy.state_dict().values()))
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
