@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import math
 import os
 import re
 import shutil
@@ -286,6 +287,28 @@ def read_toml(path: str | os.PathLike, what: str = "TOML file") -> dict[str, Any
         raise UserError(f"{path}: not UTF-8 text: {e.reason}") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: TOML syntax error: {e}") from None
+
+
+def toml_value(value: Any) -> str:
+    """A value as TOML writes it: a bool, int, finite float, string, list, or dict (an inline
+    table). TOML has no null: a None is refused, as a non-finite float is."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot write {value} to TOML here")
+        return repr(value)
+    if isinstance(value, str):
+        # JSON string escapes are valid TOML basic-string escapes.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}"
+                               for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
 def unknown_key(where: str, key: str, valid: Sequence[str], what: str = "key") -> UserError:

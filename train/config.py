@@ -20,8 +20,6 @@ link sets. Relative trace paths in specs are relative to the config file.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
 import textwrap
 import tomllib
@@ -35,7 +33,7 @@ from ccgym.emulators.link_names import needs_shared_data, rebase_entry, resolve_
 from ccgym.emulators.links import data_dir
 from ccgym.emulators.variants import Variation, vary_links
 from ccgym.errors import UserError
-from ccgym.files import read_toml, unknown_key
+from ccgym.files import read_toml, toml_value, unknown_key
 from ccgym.train.registry import TRAINERS
 from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
 
@@ -284,23 +282,6 @@ def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
 
 # ---------------------------------------------------------------- writing
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"cannot write {value} to TOML here")
-        return repr(value)
-    if isinstance(value, str):
-        # JSON string escapes are valid TOML basic-string escapes for what configs hold.
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
 def to_toml(config: TrainConfig, header: str = "") -> str:
     """The config as TOML that parse_config reads back to an equal config."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
@@ -308,7 +289,7 @@ def to_toml(config: TrainConfig, header: str = "") -> str:
         if lines:
             lines.append("")
         lines.append(f"[{section}]")
-        lines.extend(f"{key} = {_toml_value(value)}" for key, value in values.items())
+        lines.extend(f"{key} = {toml_value(value)}" for key, value in values.items())
     return "\n".join(lines) + "\n"
 
 
@@ -377,7 +358,7 @@ def describe_config() -> str:
         lines += _wrapped(section_type.__doc__ or "", "  ")
         hints = typing.get_type_hints(section_type)
         for f in dataclasses.fields(section_type):
-            lines.append(f"  {f.name} = {_toml_value(defaults[name][f.name])}"
+            lines.append(f"  {f.name} = {toml_value(defaults[name][f.name])}"
                          f"    ({_TYPES[hints[f.name]][0]})")
             lines += _wrapped(f.metadata.get("doc", ""), "      ")
     return "\n".join(lines[1:]) + "\n"
