@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SYSTEM_PACKAGES=(g++ cmake ninja-build libgtest-dev libopencv-dnn-dev python3-venv chromium clang)
+SYSTEM_PACKAGES=(g++ cmake ninja-build libgtest-dev python3-venv chromium clang)
 missing=()
 for p in "${SYSTEM_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
