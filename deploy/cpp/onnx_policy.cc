@@ -461,6 +461,12 @@ class Compiler {
       fail("the initializer '" + tensor.name + "' has " + std::to_string(d.size()) +
            " dimensions; this runtime takes at most 2");
     }
+    for (const int64_t n : d) {
+      if (n <= 0 || static_cast<uint64_t>(n) > tensor.values.size()) {
+        fail("the initializer '" + tensor.name + "' has shape " + dims_text(d) + " for its " +
+             std::to_string(tensor.values.size()) + " values");
+      }
+    }
     const auto rows = static_cast<std::size_t>(d.size() == 2 ? d[0] : 1);
     const auto cols = static_cast<std::size_t>(d.empty() ? 1 : d.back());
     if (rows * cols != tensor.values.size()) {
