@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "common/cpp/format.hh"
+
 namespace ccgym {
 
 namespace {
@@ -150,6 +152,9 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// A name from the file in an error message: quoted, escaped, cut (common/cpp/format.hh).
+std::string quoted(std::string_view name) { return "'" + printable(name, 80) + "'"; }
+
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string out = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -235,7 +240,7 @@ Initializer read_initializer(std::string_view bytes, const std::string& file) {
     }
   }
   if (type != kFloatType || external) {
-    throw std::runtime_error(file + ": the initializer '" + tensor.name + "' is " +
+    throw std::runtime_error(file + ": the initializer " + quoted(tensor.name) + " is " +
                              (external ? "stored outside the file" : "not float32") +
                              "; this runtime reads float32 weights held in the model");
   }
@@ -444,7 +449,7 @@ class Compiler {
   Compiler(const std::string& path, Program* net) : path_(path), net_(net) {}
 
   Slot define(const std::string& name, std::size_t rows, std::size_t cols) {
-    if (slots_.count(name) != 0) fail("the tensor '" + name + "' is made twice");
+    if (slots_.count(name) != 0) fail("the tensor " + quoted(name) + " is made twice");
     const Slot slot{size_, rows, cols};
     size_ += slot.size();
     slots_.emplace(name, slot);
@@ -458,19 +463,19 @@ class Compiler {
   void initializer(const Initializer& tensor) {
     const auto& d = tensor.dims;
     if (d.size() > 2) {
-      fail("the initializer '" + tensor.name + "' has " + std::to_string(d.size()) +
+      fail("the initializer " + quoted(tensor.name) + " has " + std::to_string(d.size()) +
            " dimensions; this runtime takes at most 2");
     }
     for (const int64_t n : d) {
       if (n <= 0 || static_cast<uint64_t>(n) > tensor.values.size()) {
-        fail("the initializer '" + tensor.name + "' has shape " + dims_text(d) + " for its " +
+        fail("the initializer " + quoted(tensor.name) + " has shape " + dims_text(d) + " for its " +
              std::to_string(tensor.values.size()) + " values");
       }
     }
     const auto rows = static_cast<std::size_t>(d.size() == 2 ? d[0] : 1);
     const auto cols = static_cast<std::size_t>(d.empty() ? 1 : d.back());
     if (rows * cols != tensor.values.size()) {
-      fail("the initializer '" + tensor.name + "' holds " + std::to_string(tensor.values.size()) +
+      fail("the initializer " + quoted(tensor.name) + " holds " + std::to_string(tensor.values.size()) +
            " values for its shape");
     }
     copies_.emplace_back(define(tensor.name, rows, cols).offset, &tensor.values);
@@ -478,7 +483,7 @@ class Compiler {
   }
 
   void node(const Node& node) {
-    const std::string where = "node '" + node.name + "' (" + node.op + ")";
+    const std::string where = "node " + quoted(node.name) + " (" + printable(node.op, 80) + ")";
     const OpName* op = nullptr;
     for (const OpName& known : kOps) {
       if (node.op == known.name) op = &known;
@@ -552,7 +557,7 @@ class Compiler {
   Slot read(const std::string& where, const std::string& name) const {
     const auto found = slots_.find(name);
     if (found == slots_.end()) {
-      fail(where + " reads '" + name + "', which no input, initializer or earlier node makes");
+      fail(where + " reads " + quoted(name) + ", which no input, initializer or earlier node makes");
     }
     return found->second;
   }
