@@ -122,13 +122,14 @@ def hyperparameter_table(config: Any) -> str:
 
 def source_commit() -> str | None:
     """The git commit of the ccgym source tree this runs from (an editable install), with
-    "-dirty" when it has uncommitted changes; None outside a git checkout (an installed
-    wheel), or without git."""
-    source = Path(__file__).resolve().parent
+    "-dirty" when it has uncommitted changes; None outside a git checkout of ccgym (an
+    installed wheel, also one inside another project's repository), or without git."""
+    source = Path(__file__).resolve().parents[1]  # the checkout's root: train/ lies in it
     try:
-        head = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
+        head = subprocess.run(["git", "-C", str(source), "rev-parse", "--show-toplevel", "HEAD"],
                               capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
+        lines = head.stdout.splitlines()
+        if head.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != source:
             return None
         status = subprocess.run(["git", "-C", str(source), "status", "--porcelain",
                                  "--untracked-files=no"], capture_output=True, text=True,
@@ -136,7 +137,7 @@ def source_commit() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     dirty = "-dirty" if status.returncode == 0 and status.stdout.strip() else ""
-    return head.stdout.strip() + dirty
+    return lines[1] + dirty
 
 
 def machine_description() -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.onnx_policy import OnnxPolicy
 from ccgym.policies.packaged_policies import PackagedPolicy
 from ccgym.train.config import load_packaged_config, with_overrides
-from ccgym.train.run_folder import RunFolder
+from ccgym.train.run_folder import RunFolder, machine_description
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "package_policies.py"
@@ -226,3 +226,11 @@ def test_the_script_refuses_runs_that_are_not_the_catalogs_and_writes_nothing(
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
         assert not out.exists()
+
+
+def test_machine_json_names_the_commit_of_the_checkout_that_trained() -> None:
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode != 0:
+        pytest.skip("not run from a git checkout of ccgym")
+    assert machine_description()["commit"].removesuffix("-dirty") == head.stdout.strip()
