@@ -11,6 +11,7 @@ links run 30 s. Examples:
   ccgym eval --link rate_mbps=24,delay_ms=20,queue=droptail:packets=80 --schemes vegas,bbr \
       --against cubic --interval-s 5 --first competitors
   ccgym eval --links shared-bottleneck --schemes lstm:runs/quick,cubic,bbr --runs 3
+  ccgym eval --link rate_mbps=12,delay_ms=20 --schemes lstm:generalist,cubic
 
 With --against (or a link set whose links name `competitors`), each scheme shares the
 bottleneck with the competitors' flows: its row gives its own flow's figures, each flow's
@@ -42,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_link_arguments(parser, "rate_mbps=12,delay_ms=20' or 'trace=FILE,delay_ms=20")
     parser.add_argument("--schemes", default=DEFAULT_SCHEMES,
                         help="comma-separated schemes: classic ones (name or name:key=value:...), "
-                             f"oracle, lstm:runs/NAME|FILE.pt|FILE.onnx (default: {DEFAULT_SCHEMES})")
+                             f"oracle, lstm:runs/NAME|FILE.pt|FILE.onnx, lstm:generalist (a packaged "
+                             f"policy, `ccgym policies`) (default: {DEFAULT_SCHEMES})")
     parser.add_argument("--runs", type=flags.count(1, flags.MAX_RUNS), default=1,
                         help="runs per scheme and link, seeds seed..seed+runs-1")
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,

@@ -7,8 +7,10 @@ indigo-synthetic (Indigo's training grid), held-out-grid (constant links between
 it), cellular-real and recorded-unseen (recorded traces: they need the shared data, $CCGYM_DATA
 or ../shared/data, and are skipped with a line saying so without it). The schemes: every
 classic scheme of the catalog (`ccgym schemes` lists them) with its published defaults, the
-oracle (each link's ideal window), and the policies given with --policies. Each link runs as
-`ccgym eval --links GROUP` runs it: a trace once, any other link 30 s, unless --duration-s.
+oracle (each link's ideal window), and the packaged policies (`ccgym policies`:
+lstm:generalist, lstm:cellular, lstm:quick, those whose files are there) or the policies given
+with --policies. Each link runs as `ccgym eval --links GROUP` runs it: a trace once, any other
+link 30 s, unless --duration-s.
 
 Before any work it prints the suite's size and an estimate of its time on this machine; then a
 progress bar. At the end, a summary table per group: each scheme's mean score over the group's
@@ -20,6 +22,7 @@ among the baselines and policies). --json writes every per-link row and the summ
 
   ccgym suite --json suite.json
   ccgym suite --policies lstm:runs/quick --json suite.json   # the newest run of `ccgym train quick`
+  ccgym suite --policies none --groups held-out-grid         # the baselines alone
   ccgym suite --groups pantheon-calibrated,held-out-grid --schemes cubic,bbr,copa --duration-s 10
   ccgym report suite.json -o suite.html
 """
@@ -32,6 +35,9 @@ import time
 
 from ccgym import flags
 from ccgym.errors import UserError
+from ccgym.policies import packaged_policies
+
+NO_POLICIES = "none"  # --policies none: the baselines and the oracle alone
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schemes", metavar="S1,S2",
                         help="comma-separated classic schemes, name or name:key=value:... "
                              "(default: every scheme of the catalog, with its defaults)")
-    parser.add_argument("--policies", metavar="lstm:DIR,...", default="",
+    parser.add_argument("--policies", metavar="lstm:DIR,...", default=None,
                         help="trained policies to score beside the baselines: lstm:RUN_FOLDER, "
-                             "lstm:FILE.pt or lstm:FILE.onnx, comma-separated. `ccgym train NAME` "
+                             "lstm:FILE.pt, lstm:FILE.onnx or lstm:NAME (a packaged policy), "
+                             "comma-separated; `none` for no policy (default: the packaged "
+                             "policies there are, `ccgym policies`). `ccgym train NAME` "
                              "(a packaged config: quick, indigo, cellular, mixed) writes a run "
                              "folder runs/NAME__SEED__TIME/ to give here")
     parser.add_argument("--no-oracle", action="store_true",
@@ -73,7 +81,12 @@ def scheme_lists(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             _core.validate_classic_scheme(scheme)
         except ValueError as e:
             raise UserError(f"--schemes: {e}; policies go in --policies") from e
-    policies = parse_schemes(args.policies, "--policies") if args.policies else []
+    if args.policies is None:
+        policies = [f"lstm:{p.name}" for p in packaged_policies.present()]
+    elif args.policies.strip() == NO_POLICIES:
+        policies = []
+    else:
+        policies = parse_schemes(args.policies, "--policies")
     for policy in policies:
         if policy == ORACLE or policy in classic:
             raise UserError(f"--policies: {policy} is a scheme the suite runs already")
@@ -89,7 +102,7 @@ def command_line(args: argparse.Namespace) -> str:
 
     words = ["ccgym", "suite"]
     for flag, value in (("--groups", args.groups), ("--schemes", args.schemes),
-                        ("--policies", args.policies or None), ("--duration-s", args.duration_s)):
+                        ("--policies", args.policies), ("--duration-s", args.duration_s)):
         if value is not None:
             words += [flag, f"{value:g}" if isinstance(value, float) else value]
     words += ["--runs", str(args.runs)] if args.runs != 1 else []
@@ -105,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     groups = suite.parse_groups(args.groups)
     classic, policies = scheme_lists(args)
     schemes = classic + ([] if args.no_oracle else [suite.ORACLE]) + policies
+    if args.policies is None:
+        print(f"policies: {', '.join(policies) or 'none'} (the packaged ones there are; "
+              f"--policies none leaves them out)", flush=True)
     plan = suite.make_plan(groups, args.duration_s)
     estimates = suite.link_costs(plan, suite.calibrate(schemes), args.runs)
     estimate_s = sum(estimates.values())

@@ -10,9 +10,12 @@
 3. Rate: the highest throughput sender, relay and receiver sustain on loopback with
    a large fixed window through a link far faster than that (goal: 200 Mbit/s).
 
-Prints one JSON object. Runs in real time: about 6 x --duration-s plus 15 s.
+Prints one JSON object. Runs in real time: about 6 x --duration-s plus 15 s;
+--decision-only runs the learned policy alone (2 x --duration-s): the decision time, and
+the policy's fidelity.
 
   python benchmarks/bench_deploy.py [--duration-s 30] [--policy runs/NAME] [--json OUT]
+  python benchmarks/bench_deploy.py --decision-only --policy lstm:generalist --duration-s 10
 """
 
 from __future__ import annotations
@@ -101,16 +104,22 @@ def rate_case(window: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration-s", type=float, default=30.0)
-    parser.add_argument("--policy", help="a run folder (default: the newest runs/*/policy.pt)")
+    parser.add_argument("--policy", help="a run folder, policy file or packaged policy, with or "
+                                         "without lstm: (default: the newest runs/*/policy.pt)")
+    parser.add_argument("--decision-only", action="store_true",
+                        help="the learned policy alone, no baselines and no loopback rate")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
 
-    policy = args.policy or newest_policy()
-    schemes = ["cubic", "fixed:20"] + ([f"lstm:{policy}"] if policy else [])
+    policy = (args.policy or newest_policy() or "").removeprefix("lstm:") or None
+    if args.decision_only and policy is None:
+        parser.error("--decision-only needs a policy: --policy, or a run under runs/")
+    baselines = [] if args.decision_only else ["cubic", "fixed:20"]
+    schemes = baselines + ([f"lstm:{policy}"] if policy else [])
     links = [link_from_spec("name=12mbps-20ms,rate_mbps=12,delay_ms=20"), cellular_link()]
     fidelity = [fidelity_case(link, scheme, args.duration_s) for link in links for scheme in schemes]
     gaps = [g for c in fidelity for g in (c["throughput_gap"], c["e2e_delay_gap"]) if g is not None]
-    rates = [rate_case(w) for w in RATE_WINDOWS]
+    rates = [] if args.decision_only else [rate_case(w) for w in RATE_WINDOWS]
     decisions = [c["decision_median_us"] for c in fidelity if "decision_median_us" in c]
     result = {
         "duration_s": args.duration_s,
@@ -120,7 +129,7 @@ def main() -> None:
         "all_within_10_percent": bool(gaps) and max(gaps) <= 0.10,
         "decision_median_us": max(decisions) if decisions else None,
         "loopback_rate": rates,
-        "max_loopback_mbps": max(r["throughput_mbps"] for r in rates),
+        "max_loopback_mbps": max((r["throughput_mbps"] for r in rates), default=None),
     }
     text = json.dumps(result, indent=2)
     print(text)

@@ -37,6 +37,8 @@ VERBS = {
     "eval": ("ccgym.analysis.cli_eval", "score schemes on links: the contest's leaderboard"),
     "schemes": ("ccgym.policies.cli_schemes",
                 "list the congestion-control schemes, their parameters, defaults and ranges"),
+    "policies": ("ccgym.policies.cli_policies",
+                 "list the reference policies ccgym ships (lstm:generalist, ...) and their figures"),
     "suite": ("ccgym.analysis.cli_suite",
               "every scheme and policy on every evaluation group: the suite's leaderboard"),
     "search": ("ccgym.analysis.cli_search",

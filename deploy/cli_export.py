@@ -1,11 +1,12 @@
 """Export a trained LSTM policy to ONNX: one time step, (obs, h, c) -> (logits, h_out, c_out).
 
-The graph uses elementary operators only (MatMul, Add, Sigmoid, Tanh, Mul), so the C++ sender
-runs it with OpenCV's dnn module; its metadata holds the observation scaling, the action set
+The graph uses elementary operators only (MatMul, Add, Sigmoid, Tanh, Mul, ...), which the C++
+sender's own runtime runs; its metadata holds the observation scaling, the action set
 and the step. After writing, the file is checked against PyTorch with onnxruntime over
 observations of a simulated run. Examples:
 
   ccgym export runs/quick                 # the newest quick run: writes its policy.onnx
+  ccgym export generalist -o generalist.onnx   # the packaged generalist, exported again
   ccgym export runs/quick -o policy.onnx
   ccgym export runs/quick__1__20250101-120000/policy.pt -o /tmp/indigo.onnx
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from ccgym import flags
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, check_not_input, check_output
+from ccgym.policies import packaged_policies
 from ccgym.policies.policy_path import resolve_policy_path
 
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
@@ -28,7 +30,8 @@ CHECK_TOLERANCE = 1e-4
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", metavar="RUN_DIR_OR_PT",
-                        help="a run folder (its policy.pt) or a policy .pt file")
+                        help="a run folder (its policy.pt), a policy .pt file or a packaged policy's "
+                             "name (`ccgym policies`)")
     parser.add_argument("-o", "--output", metavar="OUT.onnx",
                         type=flags.output((".onnx",), stdout=False, what="an ONNX model"),
                         help="where to write (default: policy.onnx beside the policy); a name "
@@ -46,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
         raise UserError(f"{source}: cannot load the policy: {e}") from e
+    if not args.output and packaged_policies.shipped_onnx(source) is not None:
+        raise UserError(f"{args.policy}: a packaged policy, whose ONNX export ships beside it "
+                        f"({packaged_policies.shipped_onnx(source)}); give -o OUT.onnx to export it again")
     # -o was checked as it was parsed (flags.output); the default lies beside the source.
     output = Path(args.output) if args.output else source.with_suffix(".onnx")
     problem = check_output(output, stdout=False)

@@ -12,7 +12,8 @@ the path's capacity is unknown: no omniscient row, no utilization.
 
 Schemes: every classic one (cubic, bbr, fixed:20, ...) and learned policies:
 lstm:RUN_DIR (exported to ONNX for the run; lstm:runs/NAME is the newest run of config
-NAME, e.g. runs/quick after `ccgym train`), lstm:FILE.pt or lstm:FILE.onnx.
+NAME, e.g. runs/quick after `ccgym train`), lstm:FILE.pt, lstm:FILE.onnx, or a packaged
+policy, lstm:generalist, lstm:cellular or lstm:quick (`ccgym policies`; its shipped ONNX runs).
 A --link is a spec or a packaged link's name (`ccgym links list SET`); trace paths are
 taken from the working folder, else from $CCGYM_DATA.
 Kernel TCP (kernel:cubic, kernel:bbr, kernel:reno: what the kernel offers) runs as a
@@ -23,6 +24,7 @@ each flow's share and Jain's index; --simulate then adds the same pair in the si
 Every process ends with the run, also on Ctrl-C. Examples:
 
   ccgym run --link rate_mbps=12,delay_ms=20 --scheme cubic --duration-s 10
+  ccgym run --link rate_mbps=12,delay_ms=20 --scheme lstm:generalist --simulate
   ccgym run --link trace=traces/cellular/Verizon-LTE-short.down,delay_ms=20 --duration-s 10 \\
       --scheme lstm:runs/quick --simulate --plots out/
   sudo ccgym run --link rate_mbps=24,delay_ms=20 --scheme lstm:policy.onnx --against kernel:cubic
@@ -67,7 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--remote", metavar="HOST:PORT",
                        help="send to `ccgym receive` on another host over the real path")
     parser.add_argument("--scheme", required=True,
-                        help="a classic scheme (cubic, fixed:20, bbr:...) or lstm:RUN_DIR|FILE.pt|FILE.onnx")
+                        help="a classic scheme (cubic, fixed:20, bbr:...) or "
+                             "lstm:RUN_DIR|FILE.pt|FILE.onnx|NAME (NAME: a packaged policy, "
+                             "`ccgym policies`)")
     parser.add_argument("--duration-s", type=flags.duration_s, default=DEFAULT_DURATION_S,
                         help=f"how long the sender sends (default {DEFAULT_DURATION_S:g})")
     parser.add_argument("--seed", type=flags.seed, default=1,

@@ -4,9 +4,9 @@
 
 The graph is written node by node from the trained weights with elementary operators only
 (MatMul, Add, Sigmoid, Tanh, Mul; Relu, Exp and Log for the log_change head), not as an ONNX
-LSTM operator: small runtimes such as
-OpenCV's dnn module (the C++ sender's) implement these everywhere, and the cell's arithmetic
-is then visible in the file. Each gate has its own weight matrices, so no Split or Slice is
+LSTM operator: every runtime implements these, the C++ sender's own small one
+(deploy/cpp/onnx_policy.hh) runs exactly these, and the cell's arithmetic is then visible in
+the file. Each gate has its own weight matrices, so no Split or Slice is
 needed either. The cell is torch.nn.LSTM's:
 
     i = sigmoid(x W_ii + h W_hi + b_i)     f = sigmoid(x W_if + h W_hf + b_f)

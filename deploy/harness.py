@@ -33,6 +33,7 @@ from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
                                  read_tsv_log)
+from ccgym.policies import packaged_policies
 from ccgym.policies.onnx_policy import OnnxPolicy
 from ccgym.policies.policy_path import resolve_policy_path
 
@@ -316,6 +317,9 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
     from ccgym.policies.lstm import LstmPolicy
 
     source = resolve_policy_path(argument)
+    shipped = packaged_policies.shipped_onnx(source)
+    if shipped is not None:  # a packaged policy: its export ships beside it
+        return Schemes(f"lstm:{shipped}", f"lstm:{source}")
     try:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:

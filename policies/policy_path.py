@@ -1,4 +1,5 @@
-"""Where a trained policy is: a run folder's policy.pt, or a policy file given as is.
+"""Where a trained policy is: a run folder's policy.pt, a policy file given as is, or a
+packaged policy by its name (policies/packaged/: generalist, cellular, quick).
 
 Here, below the trainer that writes run folders, because every layer that loads a policy
 (`lstm:` schemes, `ccgym export`, `ccgym run`) resolves its argument the same way. Imports stay
@@ -11,17 +12,34 @@ import os
 from pathlib import Path
 
 from ccgym.errors import UserError
+from ccgym.policies import packaged_policies
 
 POLICY_FILE = "policy.pt"  # in a run folder (train/run_folder.py): the best policy so far
 
 
 def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
-    """A run folder -> its policy.pt; a file is taken as is; runs/NAME that is neither -> the
-    newest run of that config holding a policy (runs/NAME__SEED__TIME)."""
+    """A run folder -> its policy.pt; a file is taken as is; a packaged policy's name (a bare
+    word such as generalist) -> its NAME.pt; runs/NAME that is none of these -> the newest run
+    of that config holding a policy (runs/NAME__SEED__TIME).
+
+    A file or folder that exists comes first: `lstm:quick` in a folder holding ./quick is that
+    folder, not the packaged quick (its file's path, which `ccgym policies --json` gives, names
+    the packaged one there). A bare word that is neither a path, a packaged name nor a run
+    prefix is refused with the packaged names."""
     text = str(argument).strip()
     if not text:
-        raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
+        raise UserError(f"{what} give a run folder, a policy file or a packaged policy's name, "
+                        "e.g. lstm:runs/NAME or lstm:generalist")
     path = Path(text).expanduser()
+    if not path.exists() and packaged_policies.is_name(text):
+        if text in packaged_policies.names():
+            policy = packaged_policies.find(text, what)
+            policy.require(what)
+            return policy.pt
+        run = newest_run(path)
+        if run is None:
+            raise packaged_policies.unknown(text, what)
+        return run / POLICY_FILE
     if not path.exists():
         path = newest_run(path) or path
     if path.is_dir():

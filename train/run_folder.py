@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import subprocess
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -119,9 +120,30 @@ def hyperparameter_table(config: Any) -> str:
     return "\n".join(lines)
 
 
+def source_commit() -> str | None:
+    """The git commit of the ccgym source tree this runs from (an editable install), with
+    "-dirty" when it has uncommitted changes; None outside a git checkout of ccgym (an
+    installed wheel, also one inside another project's repository), or without git."""
+    source = Path(__file__).resolve().parents[1]  # the checkout's root: train/ lies in it
+    try:
+        head = subprocess.run(["git", "-C", str(source), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        lines = head.stdout.splitlines()
+        if head.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != source:
+            return None
+        status = subprocess.run(["git", "-C", str(source), "status", "--porcelain",
+                                 "--untracked-files=no"], capture_output=True, text=True,
+                                timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    dirty = "-dirty" if status.returncode == 0 and status.stdout.strip() else ""
+    return lines[1] + dirty
+
+
 def machine_description() -> dict[str, Any]:
-    """The CPU model, the instruction-set extensions that change float results, the core count
-    and the numeric libraries' versions."""
+    """The CPU model, the instruction-set extensions that change float results, the core count,
+    the commit of ccgym's source (None: not a git checkout) and the numeric libraries'
+    versions."""
     model, flags = "", set[str]()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -137,6 +159,6 @@ def machine_description() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return {"cpu": model or platform.processor(), "machine": platform.machine(),
-            "cpus": os.cpu_count(),
+            "cpus": os.cpu_count(), "commit": source_commit(),
             "simd": sorted(f for f in flags if f.startswith(("avx", "fma", "sse4"))),
             "python": platform.python_version(), "libraries": versions}

@@ -1,13 +1,16 @@
 #include "deploy/cpp/onnx_policy.hh"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
-#include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
+#include <map>
 #include <stdexcept>
 #include <string_view>
+
+#include "common/cpp/format.hh"
 
 namespace ccgym {
 
@@ -27,6 +30,23 @@ constexpr uint32_t kTypeTensor = 1;
 constexpr uint32_t kTensorShape = 2;
 constexpr uint32_t kShapeDim = 1;
 constexpr uint32_t kDimValue = 1;
+// GraphProto -> NodeProto and TensorProto (the initializers: the weights).
+constexpr uint32_t kGraphNode = 1;
+constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kNodeInput = 1;
+constexpr uint32_t kNodeOutput = 2;
+constexpr uint32_t kNodeName = 3;
+constexpr uint32_t kNodeOpType = 4;
+constexpr uint32_t kNodeAttribute = 5;
+constexpr uint32_t kNodeDomain = 7;
+constexpr uint32_t kTensorDims = 1;
+constexpr uint32_t kTensorDataType = 2;
+constexpr uint32_t kTensorFloatData = 4;
+constexpr uint32_t kTensorName = 8;
+constexpr uint32_t kTensorRawData = 9;
+constexpr uint32_t kTensorDataLocation = 14;
+constexpr uint64_t kFloatType = 1;      // TensorProto.DataType.FLOAT
+constexpr uint64_t kExternalData = 1;   // TensorProto.DataLocation.EXTERNAL
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
 
@@ -34,6 +54,7 @@ struct Field {
   uint32_t number = 0;
   uint32_t type = 0;
   uint64_t varint = 0;         // kVarint
+  uint32_t fixed32 = 0;        // kFixed32
   std::string_view bytes;      // kBytes
 };
 
@@ -41,6 +62,17 @@ class Reader {
  public:
   Reader(std::string_view data, const std::string& file) : data_(data), file_(file) {}
   bool done() const { return pos_ >= data_.size(); }
+
+  uint64_t varint() {
+    uint64_t out = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) fail();
+      const auto byte = static_cast<uint8_t>(data_[pos_++]);
+      out |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      if ((byte & 0x80) == 0) return out;
+    }
+    fail();
+  }
 
   Field next() {
     Field f;
@@ -55,7 +87,9 @@ class Reader {
         skip(8);
         break;
       case kFixed32:
-        skip(4);
+        if (4 > data_.size() - pos_) fail();
+        std::memcpy(&f.fixed32, data_.data() + pos_, 4);
+        pos_ += 4;
         break;
       case kBytes: {
         const uint64_t len = varint();
@@ -71,16 +105,6 @@ class Reader {
   }
 
  private:
-  uint64_t varint() {
-    uint64_t out = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= data_.size()) fail();
-      const auto byte = static_cast<uint8_t>(data_[pos_++]);
-      out |= static_cast<uint64_t>(byte & 0x7F) << shift;
-      if ((byte & 0x80) == 0) return out;
-    }
-    fail();
-  }
   void skip(std::size_t n) {
     if (n > data_.size() - pos_) fail();
     pos_ += n;
@@ -128,6 +152,9 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// A name from the file in an error message: quoted, escaped, cut (common/cpp/format.hh).
+std::string quoted(std::string_view name) { return "'" + printable(name, 80) + "'"; }
+
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string out = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -136,24 +163,92 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
-}  // namespace
+struct Node {
+  std::string op;
+  std::string name;
+  std::string domain;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
 
-const OnnxShapes::Tensor* OnnxShapes::input(const std::string& name) const {
-  for (const Tensor& t : inputs) {
-    if (t.name == name) return &t;
+struct Initializer {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+// What the runtime needs of the graph beside OnnxShapes: its nodes in file order (ONNX
+// requires them sorted: each reads only inputs, initializers and earlier nodes' outputs)
+// and its weights.
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<Initializer> initializers;
+};
+
+Node read_node(std::string_view bytes, const std::string& file) {
+  Node node;
+  for (Reader r(bytes, file); !r.done();) {
+    const Field f = r.next();
+    if (f.type != kBytes) continue;
+    const std::string text(f.bytes);
+    if (f.number == kNodeInput) node.inputs.push_back(text);
+    if (f.number == kNodeOutput) node.outputs.push_back(text);
+    if (f.number == kNodeName) node.name = text;
+    if (f.number == kNodeOpType) node.op = text;
+    if (f.number == kNodeDomain) node.domain = text;
+    if (f.number == kNodeAttribute) {
+      // No operator the runtime runs takes one: a node with one is something else.
+      node.op += " with attributes";
+    }
   }
-  return nullptr;
+  if (node.name.empty()) node.name = node.outputs.empty() ? node.op : node.outputs.front();
+  return node;
 }
 
-const OnnxShapes::Tensor* OnnxShapes::output(const std::string& name) const {
-  for (const Tensor& t : outputs) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+// Little-endian float32 values, as raw_data and packed float_data hold them.
+void append_floats(std::string_view bytes, std::vector<float>* out, const std::string& what) {
+  if (bytes.size() % sizeof(float) != 0) throw std::runtime_error(what + ": a partial float");
+  const std::size_t start = out->size();
+  out->resize(start + bytes.size() / sizeof(float));
+  std::memcpy(out->data() + start, bytes.data(), bytes.size());
 }
 
-OnnxShapes read_onnx_shapes(const std::string& path) {
-  const std::string data = read_file(path);
+Initializer read_initializer(std::string_view bytes, const std::string& file) {
+  Initializer tensor;
+  uint64_t type = 0;
+  bool external = false;
+  for (Reader r(bytes, file); !r.done();) {
+    const Field f = r.next();
+    if (f.number == kTensorDims && f.type == kVarint) {
+      tensor.dims.push_back(static_cast<int64_t>(f.varint));
+    } else if (f.number == kTensorDims && f.type == kBytes) {  // packed
+      for (Reader packed(f.bytes, file); !packed.done();) {
+        tensor.dims.push_back(static_cast<int64_t>(packed.varint()));
+      }
+    } else if (f.number == kTensorDataType && f.type == kVarint) {
+      type = f.varint;
+    } else if (f.number == kTensorFloatData && f.type == kFixed32) {
+      float value = 0.0F;
+      std::memcpy(&value, &f.fixed32, sizeof value);
+      tensor.values.push_back(value);
+    } else if ((f.number == kTensorFloatData || f.number == kTensorRawData) && f.type == kBytes) {
+      append_floats(f.bytes, &tensor.values, file + ": initializer");
+    } else if (f.number == kTensorName && f.type == kBytes) {
+      tensor.name = std::string(f.bytes);
+    } else if (f.number == kTensorDataLocation && f.type == kVarint) {
+      external = f.varint == kExternalData;
+    }
+  }
+  if (type != kFloatType || external) {
+    throw std::runtime_error(file + ": the initializer " + quoted(tensor.name) + " is " +
+                             (external ? "stored outside the file" : "not float32") +
+                             "; this runtime reads float32 weights held in the model");
+  }
+  return tensor;
+}
+
+// The model's shapes and metadata; with graph, its nodes and weights too.
+OnnxShapes read_model(const std::string& data, const std::string& path, Graph* graph) {
   OnnxShapes shapes;
   bool have_graph = false;
   for (Reader model(data, path); !model.done();) {
@@ -169,29 +264,325 @@ OnnxShapes read_onnx_shapes(const std::string& path) {
     }
     if (f.number != kModelGraph || f.type != kBytes) continue;
     have_graph = true;
-    for (Reader graph(f.bytes, path); !graph.done();) {
-      const Field g = graph.next();
-      if (g.type != kBytes) continue;
-      if (g.number == kGraphInput) shapes.inputs.push_back(read_value_info(g.bytes, path));
-      if (g.number == kGraphOutput) shapes.outputs.push_back(read_value_info(g.bytes, path));
+    for (Reader g(f.bytes, path); !g.done();) {
+      const Field part = g.next();
+      if (part.type != kBytes) continue;
+      if (part.number == kGraphInput) shapes.inputs.push_back(read_value_info(part.bytes, path));
+      if (part.number == kGraphOutput) shapes.outputs.push_back(read_value_info(part.bytes, path));
+      if (graph == nullptr) continue;
+      if (part.number == kGraphNode) graph->nodes.push_back(read_node(part.bytes, path));
+      if (part.number == kGraphInitializer) {
+        graph->initializers.push_back(read_initializer(part.bytes, path));
+      }
     }
   }
   if (!have_graph) throw std::runtime_error(path + ": not an ONNX model (no graph)");
   return shapes;
 }
 
+}  // namespace
+
+const OnnxShapes::Tensor* OnnxShapes::input(
+const std::string& name) const {
+  for (const Tensor& t : inputs) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const OnnxShapes::Tensor* OnnxShapes::output(const std::string& name) const {
+  for (const Tensor& t : outputs) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+OnnxShapes read_onnx_shapes(const std::string& path) {
+  return read_model(read_file(path), path, nullptr);
+}
+
+namespace {
+
+// The operators the runtime runs: those `ccgym export` writes (deploy/export.py), each on
+// 2-D float tensors with no broadcasting.
+enum class OpKind { kMatMul, kAdd, kMul, kSigmoid, kTanh, kRelu, kExp, kLog };
+
+struct OpName {
+  const char* name;
+  OpKind kind;
+  bool binary;
+};
+constexpr std::array<OpName, 8> kOps{{{"MatMul", OpKind::kMatMul, true},
+                                      {"Add", OpKind::kAdd, true},
+                                      {"Mul", OpKind::kMul, true},
+                                      {"Sigmoid", OpKind::kSigmoid, false},
+                                      {"Tanh", OpKind::kTanh, false},
+                                      {"Relu", OpKind::kRelu, false},
+                                      {"Exp", OpKind::kExp, false},
+                                      {"Log", OpKind::kLog, false}}};
+
+std::string op_names() {
+  std::string out;
+  for (const OpName& op : kOps) out += (out.empty() ? "" : ", ") + std::string(op.name);
+  return out;
+}
+
+// A tensor's place in the runner's one buffer, and its shape.
+struct Slot {
+  std::size_t offset = 0;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t size() const { return rows * cols; }
+};
+
+std::string shape_text(const Slot& s) {
+  return "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
+}
+
+// out[:] += sum over k of a[k] w[k, :] for a constant w stored packed: row k's columns
+// [lo_k, hi_k) only (`ranges` holds lo_k, hi_k; its columns outside are zero), the rows one
+// after another. A block-diagonal matrix, as an ensemble's recurrent weights are
+// (policies/lstm.py: ensemble), costs its blocks only, read in one sequential sweep: between
+// decisions 10 ms apart the weights leave the cache, and reading them back is most of a
+// decision's time. Built twice where the compiler can (x86-64): for AVX2 and for any x86-64,
+// the one to run picked at load.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void multiply_add_packed(const float* a, const float* packed, const uint32_t* ranges,
+                         std::size_t inner, float* out) {
+  for (std::size_t k = 0; k < inner; ++k) {
+    const float x = a[k];
+    const std::size_t lo = ranges[2 * k];
+    const std::size_t width = ranges[2 * k + 1] - lo;
+    float* target = out + lo;
+    for (std::size_t j = 0; j < width; ++j) target[j] += x * packed[j];
+    packed += width;
+  }
+}
+
+// The same for any w (a tensor the graph computes), dense.
+void multiply_add_dense(const float* a, const float* w, std::size_t inner, std::size_t cols,
+                        float* out) {
+  for (std::size_t k = 0; k < inner; ++k) {
+    const float x = a[k];
+    const float* weights = w + k * cols;
+    for (std::size_t j = 0; j < cols; ++j) out[j] += x * weights[j];
+  }
+}
+
+// The graph compiled once into a list of operations on offsets into one buffer that holds
+// every tensor (inputs, weights, intermediates): a step allocates nothing, looks nothing up
+// and copies only the inputs in and the outputs out.
+struct Program {
+  struct Op {
+    OpKind kind;
+    Slot a, b, out;
+    // MatMul by a constant: its rows' column ranges in `ranges` and their values in
+    // `packed`, from these offsets (-1: not a constant, read dense from the buffer).
+    std::ptrdiff_t ranges = -1;
+    std::size_t packed = 0;
+  };
+  std::vector<uint32_t> ranges;
+  std::vector<float> packed;
+  std::vector<float> buffer;
+  std::vector<Op> ops;
+  Slot obs, h, c, logits, h_out, c_out;
+
+  float* at(const Slot& s) { return buffer.data() + s.offset; }
+
+  void run() {
+    for (const Op& op : ops) {
+      const float* a = at(op.a);
+      float* out = at(op.out);
+      const std::size_t n = op.out.size();
+      switch (op.kind) {
+        case OpKind::kMatMul: {
+          // out[r, :] = sum_k a[r, k] b[k, :]: the inner loop runs along b's rows, contiguous.
+          std::fill(out, out + n, 0.0F);
+          for (std::size_t r = 0; r < op.a.rows; ++r) {
+            const float* a_row = a + r * op.a.cols;
+            float* out_row = out + r * op.b.cols;
+            if (op.ranges >= 0) {
+              multiply_add_packed(a_row, packed.data() + op.packed, ranges.data() + op.ranges,
+                                  op.a.cols, out_row);
+            } else {
+              multiply_add_dense(a_row, at(op.b), op.a.cols, op.b.cols, out_row);
+            }
+          }
+          break;
+        }
+        case OpKind::kAdd: {
+          const float* b = at(op.b);
+          for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+          break;
+        }
+        case OpKind::kMul: {
+          const float* b = at(op.b);
+          for (std::size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+          break;
+        }
+        case OpKind::kSigmoid:
+          for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F / (1.0F + std::exp(-a[i]));
+          break;
+        case OpKind::kTanh:
+          for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(a[i]);
+          break;
+        case OpKind::kRelu:
+          for (std::size_t i = 0; i < n; ++i) out[i] = std::max(a[i], 0.0F);
+          break;
+        case OpKind::kExp:
+          for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(a[i]);
+          break;
+        case OpKind::kLog:
+          for (std::size_t i = 0; i < n; ++i) out[i] = std::log(a[i]);
+          break;
+      }
+    }
+  }
+};
+
+// Lays out every tensor of the graph in one buffer and checks each node's operands: the
+// first problem is a std::runtime_error naming the file and the node.
+class Compiler {
+ public:
+  Compiler(const std::string& path, Program* net) : path_(path), net_(net) {}
+
+  Slot define(const std::string& name, std::size_t rows, std::size_t cols) {
+    if (slots_.count(name) != 0) fail("the tensor " + quoted(name) + " is made twice");
+    const Slot slot{size_, rows, cols};
+    size_ += slot.size();
+    slots_.emplace(name, slot);
+    return slot;
+  }
+
+  Slot input(const OnnxShapes::Tensor& tensor, std::size_t width) {
+    return define(tensor.name, 1, width);
+  }
+
+  void initializer(const Initializer& tensor) {
+    const auto& d = tensor.dims;
+    if (d.size() > 2) {
+      fail("the initializer " + quoted(tensor.name) + " has " + std::to_string(d.size()) +
+           " dimensions; this runtime takes at most 2");
+    }
+    for (const int64_t n : d) {
+      if (n <= 0 || static_cast<uint64_t>(n) > tensor.values.size()) {
+        fail("the initializer " + quoted(tensor.name) + " has shape " + dims_text(d) + " for its " +
+             std::to_string(tensor.values.size()) + " values");
+      }
+    }
+    const auto rows = static_cast<std::size_t>(d.size() == 2 ? d[0] : 1);
+    const auto cols = static_cast<std::size_t>(d.empty() ? 1 : d.back());
+    if (rows * cols != tensor.values.size()) {
+      fail("the initializer " + quoted(tensor.name) + " holds " + std::to_string(tensor.values.size()) +
+           " values for its shape");
+    }
+    copies_.emplace_back(define(tensor.name, rows, cols).offset, &tensor.values);
+    constants_.emplace(tensor.name, &tensor.values);
+  }
+
+  void node(const Node& node) {
+    const std::string where = "node " + quoted(node.name) + " (" + printable(node.op, 80) + ")";
+    const OpName* op = nullptr;
+    for (const OpName& known : kOps) {
+      if (node.op == known.name) op = &known;
+    }
+    if (op == nullptr || !(node.domain.empty() || node.domain == "ai.onnx")) {
+      fail(where + ": this runtime runs the operators ccgym export writes (" + op_names() +
+           "), on 2-D float tensors");
+    }
+    const std::size_t operands = op->binary ? 2 : 1;
+    if (node.inputs.size() != operands || node.outputs.size() != 1) {
+      fail(where + ": expected " + std::to_string(operands) + " inputs and 1 output");
+    }
+    Program::Op step{op->kind, read(where, node.inputs[0]), {}, {}};
+    Slot out = step.a;
+    if (op->binary) {
+      step.b = read(where, node.inputs[1]);
+      if (op->kind == OpKind::kMatMul) {
+        if (step.a.cols != step.b.rows) {
+          fail(where + ": cannot multiply " + shape_text(step.a) + " by " + shape_text(step.b));
+        }
+        out.cols = step.b.cols;
+        pack(node.inputs[1], &step);
+      } else if (step.a.rows != step.b.rows || step.a.cols != step.b.cols) {
+        fail(where + ": operands of shapes " + shape_text(step.a) + " and " +
+             shape_text(step.b) + " (this runtime does not broadcast)");
+      }
+    }
+    step.out = define(node.outputs[0], out.rows, out.cols);
+    net_->ops.push_back(step);
+  }
+
+  Slot output(const std::string& name, std::size_t width) {
+    const Slot slot = read("output '" + name + "'", name);
+    if (slot.size() != width) {
+      fail("the output '" + name + "' has " + std::to_string(slot.size()) + " values, expected " +
+           std::to_string(width));
+    }
+    return slot;
+  }
+
+  // The buffer, with the weights in place and every other tensor zero.
+  void allocate() {
+    net_->buffer.assign(size_, 0.0F);
+    for (const auto& [offset, values] : copies_) {
+      std::copy(values->begin(), values->end(), net_->buffer.begin() +
+                                                    static_cast<std::ptrdiff_t>(offset));
+    }
+  }
+
+ private:
+  // A MatMul by a constant (an initializer) reads it packed: each row from its first to its
+  // last nonzero column.
+  void pack(const std::string& name, Program::Op* op) {
+    const auto constant = constants_.find(name);
+    if (constant == constants_.end()) return;
+    const float* values = constant->second->data();
+    op->ranges = static_cast<std::ptrdiff_t>(net_->ranges.size());
+    op->packed = net_->packed.size();
+    for (std::size_t k = 0; k < op->b.rows; ++k) {
+      const float* row = values + k * op->b.cols;
+      std::size_t lo = 0;
+      std::size_t hi = op->b.cols;
+      while (lo < hi && row[lo] == 0.0F) ++lo;
+      while (hi > lo && row[hi - 1] == 0.0F) --hi;
+      net_->ranges.push_back(static_cast<uint32_t>(lo));
+      net_->ranges.push_back(static_cast<uint32_t>(hi));
+      net_->packed.insert(net_->packed.end(), row + lo, row + hi);
+    }
+  }
+
+  Slot read(const std::string& where, const std::string& name) const {
+    const auto found = slots_.find(name);
+    if (found == slots_.end()) {
+      fail(where + " reads " + quoted(name) + ", which no input, initializer or earlier node makes");
+    }
+    return found->second;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error(path_ + ": " + what);
+  }
+
+  const std::string& path_;
+  Program* net_;
+  std::map<std::string, Slot> slots_;
+  std::size_t size_ = 0;
+  std::vector<std::pair<std::size_t, const std::vector<float>*>> copies_;
+  std::map<std::string, const std::vector<float>*> constants_;
+};
+
+}  // namespace
+
 struct PolicyRunner::Net {
-  cv::dnn::Net net;
-  cv::Mat obs;
-  cv::Mat h;
-  cv::Mat c;
-  std::vector<cv::String> output_names{"logits", "h_out", "c_out"};
-  std::vector<cv::Mat> outputs;
+  Program program;
 };
 
 PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
     : net_(std::make_unique<Net>()), path_(path), hidden_size_(hidden_size) {
-  const OnnxShapes shapes = read_onnx_shapes(path);
+  Graph graph;
+  const OnnxShapes shapes = read_model(read_file(path), path, &graph);
   for (const char* name : {"obs", "h", "c"}) {
     if (shapes.input(name) == nullptr) {
       throw std::runtime_error(path + ": the model has no input '" + name +
@@ -232,21 +623,20 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
     hidden_size_ = static_cast<int>(h_dims.back());
   }
 
-  try {
-    net_->net = cv::dnn::readNetFromONNX(path);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(path + ": OpenCV cannot load the model: " + e.what());
-  }
-  // One step of a small LSTM is a few microseconds of work: OpenCV's worker threads
-  // would only add hand-offs to it (and compete with the sender's event loop).
-  cv::setNumThreads(1);
-  net_->net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
-  net_->net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  net_->obs = cv::Mat(1, kObsDim, CV_32F, cv::Scalar(0));
-  net_->h = cv::Mat(1, hidden_size_, CV_32F, cv::Scalar(0));
-  net_->c = cv::Mat(1, hidden_size_, CV_32F, cv::Scalar(0));
-  h_.assign(static_cast<std::size_t>(hidden_size_), 0.0F);
-  c_.assign(static_cast<std::size_t>(hidden_size_), 0.0F);
+  const auto hidden = static_cast<std::size_t>(hidden_size_);
+  Program& net = net_->program;
+  Compiler compiler(path, &net);
+  net.obs = compiler.input(*shapes.input("obs"), kObsDim);
+  net.h = compiler.input(*shapes.input("h"), hidden);
+  net.c = compiler.input(*shapes.input("c"), hidden);
+  for (const Initializer& tensor : graph.initializers) compiler.initializer(tensor);
+  for (const Node& node : graph.nodes) compiler.node(node);
+  net.logits = compiler.output("logits", kNumActions);
+  net.h_out = compiler.output("h_out", hidden);
+  net.c_out = compiler.output("c_out", hidden);
+  compiler.allocate();
+  h_.assign(hidden, 0.0F);
+  c_.assign(hidden, 0.0F);
 }
 
 PolicyRunner::~PolicyRunner() = default;
@@ -257,31 +647,16 @@ void PolicyRunner::reset() {
 }
 
 const PolicyRunner::Logits& PolicyRunner::step(const Observation& obs) {
-  std::copy(obs.begin(), obs.end(), net_->obs.ptr<float>());
-  std::copy(h_.begin(), h_.end(), net_->h.ptr<float>());
-  std::copy(c_.begin(), c_.end(), net_->c.ptr<float>());
-  try {
-    net_->net.setInput(net_->obs, "obs");
-    net_->net.setInput(net_->h, "h");
-    net_->net.setInput(net_->c, "c");
-    net_->net.forward(net_->outputs, net_->output_names);
-  } catch (const cv::Exception& e) {
-    throw std::runtime_error(path_ + ": OpenCV failed to run the model: " + e.what());
-  }
-  const auto check = [&](const cv::Mat& m, std::size_t want, const char* name) {
-    if (m.total() != want || m.type() != CV_32F) {
-      throw std::runtime_error(path_ + ": output " + name + " has " + std::to_string(m.total()) +
-                               " values, expected " + std::to_string(want));
-    }
-  };
-  check(net_->outputs[0], logits_.size(), "logits");
-  check(net_->outputs[1], h_.size(), "h_out");
-  check(net_->outputs[2], c_.size(), "c_out");
-  const float* logits = net_->outputs[0].ptr<float>();
+  Program& net = net_->program;
+  std::copy(obs.begin(), obs.end(), net.at(net.obs));
+  std::copy(h_.begin(), h_.end(), net.at(net.h));
+  std::copy(c_.begin(), c_.end(), net.at(net.c));
+  net.run();
+  const float* logits = net.at(net.logits);
   std::copy(logits, logits + logits_.size(), logits_.begin());
-  const float* h = net_->outputs[1].ptr<float>();
+  const float* h = net.at(net.h_out);
   std::copy(h, h + h_.size(), h_.begin());
-  const float* c = net_->outputs[2].ptr<float>();
+  const float* c = net.at(net.c_out);
   std::copy(c, c + c_.size(), c_.begin());
   return logits_;
 }

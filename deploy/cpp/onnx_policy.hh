@@ -1,10 +1,16 @@
 // The learned policy in the C++ sender: one step of the exported LSTM graph,
-// (obs[kObsDim], h, c) -> (logits[kNumActions], h', c'), run by OpenCV dnn.
+// (obs[kObsDim], h, c) -> (logits[kNumActions], h', c'), run by a small runtime of
+// its own: the operators `ccgym export` writes (MatMul, Add, Mul, Sigmoid, Tanh,
+// Relu, Exp, Log on 2-D float tensors, no broadcasting), compiled at load into a
+// list of loops over one preallocated buffer, constant matrices packed. OpenCV dnn,
+// which ran it before, spent its own bookkeeping on each of some 60 nodes a decision
+// (docs/results.md, "Decision time in the C++ sender").
 //
 // The graph's inputs are named "obs", "h", "c" and its outputs "logits",
 // "h_out", "c_out" (deploy's ONNX export writes them so). The recurrent state
 // stays inside the runner between steps; the hidden size is read from the shape
-// of input "h" in the file unless given.
+// of input "h" in the file unless given. A model using another operator, a
+// broadcast or weights of another type is refused at load, naming the node.
 #pragma once
 #include <array>
 #include <memory>
@@ -17,8 +23,7 @@
 namespace ccgym {
 
 // Input and output shapes of an ONNX model, read from the file itself (a few
-// protobuf fields; OpenCV does not expose them). A dimension that is symbolic or
-// unknown is -1. Throws std::runtime_error naming the file when it is not ONNX.
+// protobuf fields). A dimension that is symbolic or unknown is -1. Throws std::runtime_error naming the file when it is not ONNX.
 struct OnnxShapes {
   struct Tensor {
     std::string name;

@@ -22,6 +22,7 @@
 
 #include "deploy/cpp/flags.hh"
 #include "deploy/cpp/net.hh"
+#include "deploy/cpp/onnx_policy.hh"
 #include "deploy/cpp/poller.hh"
 #include "deploy/cpp/tsv_log.hh"
 #include "deploy/cpp/wire.hh"
@@ -30,9 +31,6 @@
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/policy_action.hh"
 #include "policies/cpp/sender.hh"
-#ifdef CCGYM_HAVE_OPENCV
-#include "deploy/cpp/onnx_policy.hh"
-#endif
 
 namespace ccgym {
 namespace {
@@ -70,7 +68,6 @@ class DecisionTimes {
 // Drives an ExternalWindow from the ONNX policy every kStepMs.
 class LearnedPolicy {
  public:
-#ifdef CCGYM_HAVE_OPENCV
   LearnedPolicy(const std::string& path, int hidden_size, ExternalWindow* window)
       : runner_(path, hidden_size), window_(window) {}
 
@@ -93,7 +90,6 @@ class LearnedPolicy {
   ExternalWindow* window_;
   int previous_action_ = kHoldAction;  // before the first step: no change
   DecisionTimes times_;
-#endif
 };
 
 net::Flags sender_flags() {
@@ -148,11 +144,10 @@ Options parse_options(const net::Flags& flags) {
 
 // The --scheme's controller; for lstm:FILE an ExternalWindow that *policy drives.
 std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
-                                        [[maybe_unused]] std::unique_ptr<LearnedPolicy>* policy) {
+                                        std::unique_ptr<LearnedPolicy>* policy) {
   const std::string scheme = flags.text("scheme");
-  [[maybe_unused]] const uint64_t hidden = flags.integer("hidden");
+  const uint64_t hidden = flags.integer("hidden");
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
-#ifdef CCGYM_HAVE_OPENCV
     auto window = std::make_unique<ExternalWindow>(kInitialWindow);
     const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
     try {
@@ -161,9 +156,6 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
       flags.fail(std::string("--scheme: ") + e.what());
     }
     return window;
-#else
-    flags.fail("--scheme lstm: this ccgym-sender was built without OpenCV dnn");
-#endif
   }
   try {
     return make_controller(scheme, flags.integer("seed"));
@@ -213,9 +205,7 @@ class UdpSender {
   // Decides, sends what the window and pacing allow; returns when to wake.
   double turn(double now_ms) {
     if (policy_ && now_ms >= next_step_ms_) {
-#ifdef CCGYM_HAVE_OPENCV
       policy_->step(sender_.features(), now_ms);
-#endif
       // After a stall, the next decision is on the step grid, not a burst of
       // catch-up decisions on stale features.
       next_step_ms_ += kStepMs * std::floor((now_ms - next_step_ms_) / kStepMs + 1);
@@ -286,13 +276,11 @@ void UdpSender::summarize() const {
                static_cast<unsigned long long>(sent_), static_cast<unsigned long long>(acks_),
                static_cast<unsigned long long>(timeouts_),
                static_cast<unsigned long long>(malformed_));
-#ifdef CCGYM_HAVE_OPENCV
   if (policy_ && policy_->times().total() > 0) {
     std::fprintf(stderr, "ccgym-sender: policy: %llu decisions, median %.0f us, p99 %.0f us\n",
                  static_cast<unsigned long long>(policy_->times().total()),
                  policy_->times().quantile_us(0.5), policy_->times().quantile_us(0.99));
   }
-#endif
 }
 
 int run(int argc, char** argv) {

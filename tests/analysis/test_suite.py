@@ -93,7 +93,8 @@ def test_estimate_is_printed_before_the_work(tiny, tmp_path: Path) -> None:
 def test_every_catalog_scheme_is_in_the_suite_by_default(tmp_path: Path) -> None:
     out = tmp_path / "suite.json"
     code, _, _ = run_suite("--groups", "pantheon-calibrated", "--duration-s", "1",
-                           "--no-oracle", "--no-progress", "--json", str(out))
+                           "--no-oracle", "--no-progress", "--policies", "none",
+                           "--json", str(out))
     assert code == 0
     catalog = {entry["name"] for entry in _core.scheme_catalog()} - {_core.EXTERNAL_SCHEME}
     rows = json.loads(out.read_text())["rows"]
@@ -105,7 +106,7 @@ def test_group_needing_absent_shared_data_is_skipped(tmp_path: Path, monkeypatch
     out = tmp_path / "suite.json"
     code, printed, _ = run_suite("--groups", "cellular-real,pantheon-calibrated", "--schemes",
                                  "fixed", "--no-oracle", "--duration-s", "1", "--no-progress",
-                                 "--json", str(out))
+                                 "--policies", "none", "--json", str(out))
     assert code == 0
     assert f"skipping cellular-real: it needs the shared data: $CCGYM_DATA={tmp_path / 'absent'}" \
         in printed

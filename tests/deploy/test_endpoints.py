@@ -45,9 +45,9 @@ def _find(name: str) -> str | None:
         return None
 
 
-BIN = {name: _find(name) for name in PROGRAMS + ("ccgym-policy",)}
+BIN = {name: _find(name) for name in (*PROGRAMS, "ccgym-policy")}
 pytestmark = pytest.mark.skipif(
-    any(BIN[name] is None for name in PROGRAMS),
+    any(path is None for path in BIN.values()),
     reason="the C++ endpoints are not built (cmake --build build/<dir>; or set CCGYM_BIN_DIR)",
 )
 
@@ -440,7 +440,6 @@ def _reference_steps(w, out_w, out_b, observations: np.ndarray) -> list[tuple]:
     return steps
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_cpp_policy_runtime_matches_the_reference(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     out_w = rng.normal(0, 1, (HIDDEN, NUM_ACTIONS)).astype(np.float32)
@@ -462,7 +461,6 @@ def test_cpp_policy_runtime_matches_the_reference(tmp_path: Path) -> None:
         np.testing.assert_allclose(values[NUM_ACTIONS + HIDDEN:], c, atol=1e-5)
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_policy_runtime_rejects_a_model_of_the_wrong_shape(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     model = tmp_path / "policy.onnx"
@@ -478,7 +476,37 @@ def test_policy_runtime_rejects_a_model_of_the_wrong_shape(tmp_path: Path) -> No
     assert result.returncode == 2 and "missing.onnx" in result.stderr
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
+@pytest.mark.parametrize("change, message", [
+    ("Sub", "node 'logits_node' (Sub): this runtime runs the operators ccgym export writes"),
+    ("broadcast", f"node 'logits_node' (Add): operands of shapes [1, {NUM_ACTIONS}] and [1, 1] "
+                  "(this runtime does not broadcast)"),
+])
+def test_policy_runtime_refuses_what_it_does_not_run(tmp_path: Path, change: str,
+                                                      message: str) -> None:
+    """An operator other than the export's, or a broadcast, is refused at load, naming the
+    node: never run wrongly."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    model_path = tmp_path / "policy.onnx"
+    _lstm_onnx(model_path, np.random.default_rng(4), np.zeros((HIDDEN, NUM_ACTIONS), np.float32),
+               np.zeros((1, NUM_ACTIONS), np.float32))
+    model = onnx.load(str(model_path))
+    last = model.graph.node[-1]  # lw + b_out -> logits
+    last.name = "logits_node"
+    if change == "Sub":
+        last.op_type = "Sub"
+    else:
+        inits = model.graph.initializer
+        index = next(i for i, t in enumerate(inits) if t.name == "b_out")
+        inits[index].CopyFrom(numpy_helper.from_array(np.zeros((1, 1), np.float32), "b_out"))
+    model_path.write_bytes(model.SerializeToString())
+    result = subprocess.run([BIN["ccgym-policy"], "--model", str(model_path)], input="",
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert message in result.stderr and str(model_path) in result.stderr
+
+
 def test_policy_runtime_refuses_another_observation_version(tmp_path: Path) -> None:
     zeros = (np.zeros((HIDDEN, NUM_ACTIONS), np.float32), np.zeros((1, NUM_ACTIONS), np.float32))
     current = _core.OBSERVATION_VERSION
@@ -519,7 +547,6 @@ def _run_constant_policy(tmp_path: Path, action: str,
     return {**s, "t": np.where(s["event"] == "ack", s["ack_ms"], s["send_ms"])}
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
     """A policy that always says -1 shrinks the window by one packet per 10 ms step."""
     s = _run_constant_policy(tmp_path, "-1")
@@ -533,7 +560,6 @@ def test_sender_applies_the_policy_every_step(tmp_path: Path) -> None:
     assert np.all(window[t > 250] == 1)
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 def test_sender_grows_the_window_only_on_acks(tmp_path: Path) -> None:
     """+10 every step grows the window only after the first ACK and once per ACK at most (the
     growth ceiling, actions.hh): an ACK row lies between any two growths. Through a 12 Mbit/s,
@@ -553,10 +579,10 @@ def test_sender_grows_the_window_only_on_acks(tmp_path: Path) -> None:
     assert np.all(since > 0), "grew twice without an ACK between"
 
 
-@pytest.mark.skipif(BIN["ccgym-policy"] is None, reason="built without OpenCV dnn")
 @pytest.mark.parametrize("head", ["classes", "log_change"])
 def test_cpp_runtime_matches_onnxruntime_on_an_exported_policy(tmp_path: Path, head: str) -> None:
-    """The sender's runtime (OpenCV dnn) against the reference (onnxruntime), step by step,
+    """The sender's runtime (deploy/cpp/onnx_policy.hh) against the reference (onnxruntime),
+    step by step,
     on what `ccgym export` writes, with either head."""
     export = pytest.importorskip("ccgym.deploy.export")
     lstm = pytest.importorskip("ccgym.policies.lstm")

@@ -35,14 +35,6 @@ FIDELITY = 0.2
 CLI = [sys.executable, "-m", "ccgym.cli"]
 
 
-def has_learned_policies() -> bool:
-    try:
-        find_program("ccgym-policy")  # built only with OpenCV dnn, like the sender's lstm:
-        return True
-    except UserError:
-        return False
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -101,7 +93,6 @@ def test_real_time_run_on_a_generated_cellular_trace(tmp_path: Path) -> None:
     assert_close(real, simulated)
 
 
-@pytest.mark.skipif(not has_learned_policies(), reason="the sender is built without OpenCV dnn")
 def test_a_learned_policy_runs_in_the_real_sender(tmp_path: Path) -> None:
     from ccgym.policies.lstm import LstmPolicy
 
