@@ -11,6 +11,7 @@ points (close points would overlap them): a legend below the axes names each ser
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -289,8 +290,19 @@ def tradeoff_figure(points: Mapping[str, Sequence[PointLike]], omniscient: Point
     return fig
 
 
+# The longest part of a plot's file name a link or a scheme gives: two of them and the longest
+# suffix stay well within a file system's 255 bytes, whatever a scheme's path or a spec holds.
+MAX_SLUG = 100
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "link"
+    """`text` as part of a file name; a long one is cut, with a hash of the whole so that two
+    names that differ only past the cut stay two files."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "link"
+    if len(slug) <= MAX_SLUG:
+        return slug
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{slug[:MAX_SLUG - len(digest) - 1]}-{digest}"
 
 
 def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir: Path) -> list[Path]:

@@ -8,7 +8,9 @@ the import-linter contract.
 How a command ends is decided here, once for every verb:
 - a UserError (bad input: a flag, a file, a spec) or a bad flag: one line
   "ccgym VERB: error: ..." on stderr, exit status 2;
-- Ctrl-C (or SIGTERM where a verb maps it): "interrupted", exit status 130;
+- Ctrl-C (or SIGTERM where a verb maps it): "interrupted", exit status 130, at any moment:
+  while modules are imported and the command line parsed (ccgym/console.py), and while the verb
+  runs (KeyboardInterrupt, so that its cleanup runs);
 - the reader of standard output (or of an output pipe) gone: nothing said, exit status 141;
 - anything else is a bug in ccgym: one line saying so, the traceback written to a file
   (printed instead with --debug), exit status 1.
@@ -17,16 +19,21 @@ How a command ends is decided here, once for every verb:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+from ccgym import files, flags
 from ccgym.errors import UserError
 from ccgym.files import cache_root
+from ccgym.interrupts import INTERRUPTED_STATUS, quit_interrupted
 
 DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -108,7 +115,17 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    if threading.current_thread() is not threading.main_thread():  # no signal handlers there
+        return _main(sys.argv[1:] if argv is None else argv)
+    # Until the verb starts its work (imports, parsing) Ctrl-C has nothing to clean up.
+    previous = signal.signal(signal.SIGINT, quit_interrupted)
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str]) -> int:
     parser, modules = build_parser(argv[0] if argv and argv[0] in VERBS else None)
     try:
         args = parser.parse_args(argv)
@@ -117,9 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 2
+    problem = flags.check_written_folders(args) or flags.one_standard_output(parser, args)
+    if problem:  # refused before any work, as a bad flag is
+        print(f"ccgym {args.verb}: error: {problem}", file=sys.stderr)
+        return 2
     from ccgym.files import remove_stale_temporaries
 
     remove_stale_temporaries()  # what a killed ccgym (SIGKILL, a crash) left in the temp folder
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the verb's cleanup runs
     try:
         status = int(modules[args.verb].run(args) or 0)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is seen below
@@ -131,20 +154,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"ccgym {args.verb}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED_STATUS
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            return _internal_error(args, e)
+        # A name too long for the file system, wherever the user gave it (a trace path, a
+        # policy): their mistake, whichever check did not catch it first.
+        print(f"ccgym {args.verb}: error: {files.shortened(str(e.filename or ''))}: file name "
+              "too long", file=sys.stderr)
+        return 2
     except Exception as e:  # the last resort: every other failure is a bug
-        if args.debug or os.environ.get(DEBUG_ENV):
-            raise
-        log = _write_traceback(args.verb)
-        where = f"the traceback is in {log}" if log else "--debug prints the traceback"
-        if isinstance(e, OSError) and e.strerror:
-            # The system refused something no check foresaw (a full disk, a permission).
-            what = f"{e.filename}: {e.strerror}" if e.filename else e.strerror
-            print(f"ccgym {args.verb}: error: {what}; {where}", file=sys.stderr)
-        else:
-            print(f"ccgym {args.verb}: internal error (a bug in ccgym, not in your input): "
-                  f"{type(e).__name__}: {_one_line(str(e))}; {where}", file=sys.stderr)
-        return 1
+        return _internal_error(args, e)
+
+
+def _internal_error(args: argparse.Namespace, e: Exception) -> int:
+    """A failure no check foresaw: one line, the traceback in a file (raised with --debug)."""
+    if args.debug or os.environ.get(DEBUG_ENV):
+        raise e
+    log = _write_traceback(args.verb)
+    where = f"the traceback is in {log}" if log else "--debug prints the traceback"
+    if isinstance(e, OSError) and e.strerror:
+        # The system refused something no check foresaw (a full disk, a permission).
+        what = f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+        print(f"ccgym {args.verb}: error: {what}; {where}", file=sys.stderr)
+    else:
+        print(f"ccgym {args.verb}: internal error (a bug in ccgym, not in your input): "
+              f"{type(e).__name__}: {_one_line(str(e))}; {where}", file=sys.stderr)
+    return 1
 
 
 def _reader_gone() -> int:

@@ -26,7 +26,7 @@ import stat
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -41,6 +41,12 @@ TEMP_PREFIX = "ccgym-"  # this process's temporary files: ccgym-KIND-PID-...
 # Paths whose regular files are other processes' open files (/dev/stdout, /proc/self/fd/1
 # redirected to a file): appended to in place, never replaced behind their owner's back.
 IN_PLACE_ROOTS = ("/dev/", "/proc/")
+# What a temporary name beside a target adds to its name (.NAME.PID-XXXXXXXX.tmp, .NAME.old-PID):
+# a name that fits the file system but not with this is refused as too long.
+TEMP_NAME_RESERVE = 24
+# Where the file system does not say (os.pathconf): Linux's limits.
+NAME_MAX = 255
+PATH_MAX = 4096
 
 
 def is_stdout(path: str | os.PathLike | None) -> bool:
@@ -56,6 +62,41 @@ def writes_in_place(path: str | os.PathLike) -> bool:
     return not stat.S_ISREG(mode) or os.path.abspath(path).startswith(IN_PLACE_ROOTS)
 
 
+def name_problem(path: str | os.PathLike, reserve: int = 0, inside: bool = False) -> str | None:
+    """Why `path` is too long a name for the file system (one of its names over NAME_MAX, its
+    last over NAME_MAX - reserve, the whole over PATH_MAX, less a name's room when `inside`:
+    a folder to write files in), or None. Judged before any work, so that a long name never
+    costs a finished run."""
+    text = os.path.abspath(os.fspath(path))
+    existing = Path(text)
+    while not os.path.exists(existing) and existing != existing.parent:
+        existing = existing.parent
+    name_max = _pathconf(existing, "PC_NAME_MAX", NAME_MAX)
+    path_max = _pathconf(existing, "PC_PATH_MAX", PATH_MAX) - (name_max + 1 if inside else 0)
+    names = [n for n in text.split(os.sep) if n]
+    for i, name in enumerate(names):
+        limit = name_max - (reserve if i == len(names) - 1 else 0)
+        if len(name.encode(errors="surrogateescape")) > limit:
+            return (f"{shortened(os.fspath(path))}: the name {shortened(name)} is too long "
+                    f"({len(name)} characters; at most {limit} here)")
+    if len(text.encode(errors="surrogateescape")) > path_max:
+        return (f"{shortened(os.fspath(path))}: the path is too long ({len(text)} characters; "
+                f"at most {path_max} here)")
+    return None
+
+
+def _pathconf(path: Path, name: str, default: int) -> int:
+    try:
+        return os.pathconf(path, name)
+    except (OSError, ValueError):
+        return default
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """A long name shown so that the line stays one line a person reads."""
+    return text if len(text) <= limit else f"{text[:30]}...{text[-25:]}"
+
+
 def check_output(path: str | os.PathLike, stdout: bool = True) -> str | None:
     """Why `path` cannot take an output, or None if it can; no side effect (a FIFO is not
     opened: that would wait for its reader)."""
@@ -64,6 +105,9 @@ def check_output(path: str | os.PathLike, stdout: bool = True) -> str | None:
         return "an empty path"
     if text == STDOUT:
         return None if stdout else "this output is not text: give a file name, not '-'"
+    problem = name_problem(text, reserve=TEMP_NAME_RESERVE)
+    if problem:
+        return problem
     if os.path.isdir(text):
         return f"{text} is a folder; give a file name"
     if writes_in_place(text):
@@ -167,11 +211,106 @@ def atomic_write_json(path: str | os.PathLike, value: object, indent: int | None
         f.write("\n")
 
 
+# ---------------------------------------------------------------- output folders
+#
+# The one rule for every folder a command writes (--plots, --logs, shell --log, links generate
+# --out): ccgym lists what it wrote in the folder's WRITTEN_LIST. A folder that is new, empty,
+# or holds only what that list names is ccgym's, and is replaced whole (nothing of an earlier
+# run stays beside the new files). Any other entry is the user's: the folder is refused in one
+# line, unless --force, which writes ccgym's files into it and keeps every other entry. A
+# symlink is followed and the folder it names judged. Run folders (`ccgym train`) are always
+# new (train/run_folder.py), so nothing there is ever replaced.
+
+WRITTEN_LIST = ".ccgym-written.json"
+FORCE_HINT = ("give a new or empty folder, or --force to write into it anyway (files of the "
+              "names ccgym writes are replaced, every other file kept)")
+
+
+def folder_problem(path: str | os.PathLike, force: bool = False) -> str | None:
+    """Why a command may not write the folder `path` (one line), or None; no side effect."""
+    text = os.fspath(path)
+    if not text.strip():
+        return "an empty path"
+    if text == STDOUT:
+        return "standard output cannot take a folder; give a folder"
+    problem = name_problem(text, reserve=TEMP_NAME_RESERVE, inside=True)
+    if problem:
+        return problem
+    target = Path(os.path.realpath(text))
+    if target.exists() and not target.is_dir():
+        return f"{text} is a file, not a folder"
+    existing = target.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, so {text} cannot be a folder"
+    # The new content is made beside the folder, then renamed into place.
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    if force or not target.is_dir():
+        return None if not target.is_dir() or os.access(target, os.W_OK | os.X_OK) \
+            else f"{text} is not writable"
+    foreign = foreign_entries(target)
+    if foreign:
+        return f"{text} holds files ccgym did not write there ({_listed(foreign)}); {FORCE_HINT}"
+    if _holds_working_folder(target):
+        return f"{text} is the working folder or holds it; give a folder of its own"
+    return None
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """The entries under `folder` (paths relative to it) that its WRITTEN_LIST does not name:
+    the user's. A foreign folder is one entry; what is inside it is not listed."""
+    written = written_entries(folder)
+    foreign = []
+    for root, dirs, names in os.walk(folder):
+        ours = []
+        for name in sorted(dirs + names):
+            rel = os.path.relpath(os.path.join(root, name), folder)
+            if rel in written:
+                ours.append(name)
+            elif rel != WRITTEN_LIST:
+                foreign.append(rel)
+        dirs[:] = [d for d in dirs if d in ours]
+    return foreign
+
+
+def written_entries(folder: Path) -> set[str]:
+    """What ccgym wrote in `folder`, as its WRITTEN_LIST says (nothing without one)."""
+    listing = folder / WRITTEN_LIST
+    if listing.is_symlink() or not listing.is_file():
+        return set()
+    try:
+        entries = json.loads(listing.read_text())["entries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {e for e in entries if isinstance(e, str)} if isinstance(entries, list) else set()
+
+
+def _listed(names: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(shortened(n) for n in names[:shown]) + more
+
+
+def _holds_working_folder(target: Path) -> bool:
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:  # the working folder was removed: it is in no folder
+        return False
+    return target == cwd or target in cwd.parents
+
+
 @contextlib.contextmanager
-def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
-    """A fresh temporary folder beside `path` to fill; when the block ends without an error it
-    takes `path`'s place (a folder there before is removed with everything in it: check first
-    that ccgym owns it). On any error, Ctrl-C included, it is removed and `path` is untouched."""
+def output_folder(path: str | os.PathLike, force: bool = False,
+                  keep_on_error: bool = False) -> Iterator[Path]:
+    """A new temporary folder beside `path` to fill; when the block ends without an error, its
+    content goes into `path` by the rule above (judged again then: the user may have put a
+    file there meanwhile). On an error, Ctrl-C included, it is removed and `path` is untouched;
+    with keep_on_error (a run's logs, which say why it failed) what was written is put in
+    place first."""
+    problem = folder_problem(path, force)
+    if problem:
+        raise UserError(problem)
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(target.parent, f".{target.name}.")
@@ -179,11 +318,73 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
                                 suffix=".tmp"))
     try:
         yield tmp
-        os.chmod(tmp, FOLDER_MODE & ~_umask())
-        _swap_in(tmp, target)
     except BaseException:
+        if keep_on_error and any(tmp.iterdir()):
+            with contextlib.suppress(UserError, OSError):
+                _install(tmp, target, force)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    try:
+        _install(tmp, target, force)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _install(new: Path, target: Path, force: bool) -> None:
+    problem = folder_problem(target, force)
+    if problem:
+        raise UserError(problem)
+    entries = _entries(new)
+    _write_list(new, entries)
+    os.chmod(new, FOLDER_MODE & ~_umask())
+    if not target.exists() or not (foreign_entries(target) or _holds_working_folder(target)):
+        _swap_in(new, target)
+    else:
+        _merge_into(new, target, entries)
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(root, name), folder)
+                  for root, dirs, names in os.walk(folder) for name in dirs + names)
+
+
+def _write_list(folder: Path, entries: list[str]) -> None:
+    with open(folder / WRITTEN_LIST, "w") as f:
+        json.dump({"written by": "ccgym", "entries": entries}, f, indent=1)
+        f.write("\n")
+    os.chmod(folder / WRITTEN_LIST, FILE_MODE & ~_umask())
+
+
+def _merge_into(new: Path, target: Path, entries: list[str]) -> None:
+    """--force into a folder holding the user's files: each of ccgym's top-level entries
+    replaces the one of its name, what an earlier command of ccgym wrote there and this one
+    did not is removed, and everything else stays."""
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        old = written_entries(target)
+        tops = {e.split(os.sep, 1)[0] for e in entries}
+        for name in sorted(tops | {WRITTEN_LIST}):
+            _remove(target / name)
+            os.rename(new / name, target / name)
+        for rel in sorted(old, key=lambda e: e.count(os.sep), reverse=True):
+            if rel.split(os.sep, 1)[0] in tops:
+                continue
+            path = target / rel
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only when empty: a file the user put in it stays
+                elif path.exists() or path.is_symlink():
+                    path.unlink()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
 
 
 def _swap_in(new: Path, target: Path) -> None:
@@ -252,15 +453,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process
     return True
-
-
-def folder_owned(path: str | os.PathLike, owned: Callable[[Path], bool]) -> bool:
-    """Whether `path` is missing, empty, or holds only entries for which owned(entry) holds:
-    a folder a command may replace as a whole."""
-    folder = Path(path)
-    if not folder.is_dir():
-        return not folder.exists()
-    return all(owned(entry) for entry in folder.iterdir())
 
 
 def _umask() -> int:

@@ -20,6 +20,8 @@ from ccgym.errors import UserError
 from ccgym.files import atomic_path, check_not_input, check_output
 from ccgym.policies.policy_path import resolve_policy_path
 
+ONNX_SUFFIX = ".onnx"
+
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
 CHECK_LINK = "rate_mbps=12,delay_ms=20"
 CHECK_STEPS = 300
@@ -30,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", metavar="RUN_DIR_OR_PT",
                         help="a run folder (its policy.pt) or a policy .pt file")
     parser.add_argument("-o", "--output", metavar="OUT.onnx",
-                        type=flags.output((".onnx",), stdout=False, what="an ONNX model"),
+                        type=flags.output((ONNX_SUFFIX,), stdout=False, what="an ONNX model"),
                         help="where to write (default: policy.onnx beside the policy); a name "
                              "that does not end in .onnx is refused")
     parser.add_argument("--no-check", action="store_true",
@@ -42,12 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.policies.lstm import LstmPolicy
 
     source = resolve_policy_path(args.policy)
+    if source.suffix.lower() == ONNX_SUFFIX:
+        raise UserError(f"{source} is already ONNX (it runs as lstm:{source}); give a run "
+                        "folder or a .pt policy to export")
     try:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
         raise UserError(f"{source}: cannot load the policy: {e}") from e
     # -o was checked as it was parsed (flags.output); the default lies beside the source.
-    output = Path(args.output) if args.output else source.with_suffix(".onnx")
+    output = Path(args.output) if args.output else source.with_suffix(ONNX_SUFFIX)
     problem = check_output(output, stdout=False)
     if problem:
         raise UserError(f"cannot write the ONNX model: {problem} (give -o OUT.onnx)")

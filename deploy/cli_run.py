@@ -52,7 +52,7 @@ from ccgym.emulators.link_names import resolve_link
 from ccgym.emulators.links import Link
 from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
-from ccgym.files import human_stream, temporary_folder
+from ccgym.files import human_stream, output_folder, temporary_folder
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.measure.metrics import omniscient, summarize
 
@@ -80,24 +80,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     flags.add_row_outputs(parser)
-    parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
-                        help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
+    flags.add_written_folder(parser, "--logs",
+                             help="keep the endpoints' logs (sender.tsv, receiver.tsv, "
+                                  "*.stderr) in DIR, also when the run fails")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 @contextlib.contextmanager
-def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
+def log_folder(keep: str | os.PathLike | None, force: bool = False) -> Iterator[Path]:
+    """Where the endpoints write their logs: put in --logs DIR when the run ends, also when it
+    fails (a run that wrote nothing leaves no folder), else removed."""
     if keep:
-        path = Path(keep)
-        created = not path.exists()
-        path.mkdir(parents=True, exist_ok=True)
-        try:
+        with output_folder(keep, force, keep_on_error=True) as path:
             yield path
-        except BaseException:
-            # A run that failed before writing any log leaves no empty folder behind.
-            if created and not any(path.iterdir()):
-                path.rmdir()
-            raise
     else:
         with temporary_folder("run") as tmp:
             yield Path(tmp)
@@ -134,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows: list[dict[str, Any]] = []
     runs: list[Run] = []
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         schemes = resolve_scheme(args.scheme, workdir)
         if args.simulate and schemes.simulator is None:
             raise UserError(f"--simulate: {args.scheme} has no PyTorch policy beside it "
@@ -178,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
               f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown",
               file=out)
-    write_outputs(rows, runs, args.json, args.plots)
+    write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0
 
 
@@ -193,7 +188,7 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     if args.simulate:
         raise UserError("--simulate: a kernel scheme has no simulated twin (compare with "
                         "`ccgym eval --schemes cubic --against cubic` etc.)")
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         senders = [name if is_kernel_scheme(name) else resolve_scheme(name, workdir).sender
                    for name in names]
         real = run_in_shell(link.spec, senders, args.duration_s, args.seed, workdir,
@@ -211,7 +206,7 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
     names = [args.scheme, args.against]
     if args.remote:
         raise UserError("--against runs both flows through an emulated link: give --link")
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         resolved = []
         for i, name in enumerate(names):  # each learned policy exported into its own folder
             folder = workdir / f"flow{i}"
@@ -277,4 +272,4 @@ def _report(args: argparse.Namespace, link, real: Any, rows: list[dict[str, Any]
               f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
     if "jain_index" in rows[0]:
         print(f"Jain's fairness index: {rows[0]['jain_index']:.3f}", file=out)
-    write_outputs([bound, *rows], runs, args.json, args.plots)
+    write_outputs([bound, *rows], runs, args.json, args.plots, args.force)

@@ -22,6 +22,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_facts import default_duration_ms
 from ccgym.emulators.links import Link
 from ccgym.emulators.stepping import Slot, SteppedScheme, run_stepped
+from ccgym.envs.competitors import EXTERNAL
 from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics, omniscient, summarize
 
@@ -54,6 +55,10 @@ def validate_simulated_schemes(schemes: Sequence[str], others: Sequence[str] = (
         if factory is not None:
             factory()  # loads its files now: a bad one fails before any run, not midway
             continue
+        if scheme.split(":")[0] == EXTERNAL:  # the core runs it, as a window nothing sets
+            raise UserError(f"--schemes: {scheme} is the learned flow's slot (its window is "
+                            "set from outside), not a scheme to score; give lstm:RUN_DIR|FILE "
+                            f"for a learned policy (also: {', '.join(sorted(STEPPED_SCHEMES))})")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ccgym.errors import UserError
+from ccgym.files import name_problem
 
 POLICY_FILE = "policy.pt"  # in a run folder (train/run_folder.py): the best policy so far
 
@@ -22,6 +23,9 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
     if not text:
         raise UserError(f"{what} give a run folder or a policy file, e.g. lstm:runs/NAME")
     path = Path(text).expanduser()
+    problem = name_problem(path)
+    if problem:
+        raise UserError(f"{what}{problem}")
     if not path.exists():
         path = newest_run(path) or path
     if path.is_dir():
