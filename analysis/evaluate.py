@@ -14,7 +14,8 @@ from ccgym.deploy.shell import check_kernel_scheme, is_kernel_scheme, run_kernel
 from ccgym.emulators.links import Link
 from ccgym.envs.scoring import (Run, aggregate, check_flow_starts, link_duration_ms,
                                 omniscient_runs, simulate_scheme, validate_simulated_schemes)
-from ccgym.files import atomic_write_json, human_stream, output_folder
+from ccgym.files import atomic_write_json, human_stream
+from ccgym.folders import output_folder
 
 
 def validate_schemes(schemes: Sequence[str]) -> None:

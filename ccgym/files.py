@@ -9,8 +9,9 @@ An output path is written by what it names:
   file beside the target, renamed over it, so a reader (another worker, a resumed run, a killed
   one) sees the old file or the whole new one, never half of one; on any error, Ctrl-C
   included, the temporary file is removed.
-Whether a path can be written is checked before the work starts (check_output), and a
-command's output that is one of its inputs is refused (check_not_input).
+Whether a path can be written is checked before the work starts (check_output: a name too
+long for the file system included), and a command's output that is one of its inputs is
+refused (check_not_input). Folders a command writes follow ccgym.folders' rule.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import sys
 import tempfile
@@ -157,13 +157,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         return
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target.parent, f".{target.name}.")
+    remove_stale(target.parent, f".{target.name}.")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
                                suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, FILE_MODE & ~_umask())
+        os.chmod(tmp, FILE_MODE & ~umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -211,199 +211,6 @@ def atomic_write_json(path: str | os.PathLike, value: object, indent: int | None
         f.write("\n")
 
 
-# ---------------------------------------------------------------- output folders
-#
-# The one rule for every folder a command writes (--plots, --logs, shell --log, links generate
-# --out): ccgym lists what it wrote in the folder's WRITTEN_LIST. A folder that is new, empty,
-# or holds only what that list names is ccgym's, and is replaced whole (nothing of an earlier
-# run stays beside the new files). Any other entry is the user's: the folder is refused in one
-# line, unless --force, which writes ccgym's files into it and keeps every other entry. A
-# symlink is followed and the folder it names judged. Run folders (`ccgym train`) are always
-# new (train/run_folder.py), so nothing there is ever replaced.
-
-WRITTEN_LIST = ".ccgym-written.json"
-FORCE_HINT = ("give a new or empty folder, or --force to write into it anyway (files of the "
-              "names ccgym writes are replaced, every other file kept)")
-
-
-def folder_problem(path: str | os.PathLike, force: bool = False) -> str | None:
-    """Why a command may not write the folder `path` (one line), or None; no side effect."""
-    text = os.fspath(path)
-    if not text.strip():
-        return "an empty path"
-    if text == STDOUT:
-        return "standard output cannot take a folder; give a folder"
-    problem = name_problem(text, reserve=TEMP_NAME_RESERVE, inside=True)
-    if problem:
-        return problem
-    target = Path(os.path.realpath(text))
-    if target.exists() and not target.is_dir():
-        return f"{text} is a file, not a folder"
-    existing = target.parent
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is a file, so {text} cannot be a folder"
-    # The new content is made beside the folder, then renamed into place.
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{existing} is not writable"
-    if force or not target.is_dir():
-        return None if not target.is_dir() or os.access(target, os.W_OK | os.X_OK) \
-            else f"{text} is not writable"
-    foreign = foreign_entries(target)
-    if foreign:
-        return f"{text} holds files ccgym did not write there ({_listed(foreign)}); {FORCE_HINT}"
-    if _holds_working_folder(target):
-        return f"{text} is the working folder or holds it; give a folder of its own"
-    return None
-
-
-def foreign_entries(folder: Path) -> list[str]:
-    """The entries under `folder` (paths relative to it) that its WRITTEN_LIST does not name:
-    the user's. A foreign folder is one entry; what is inside it is not listed."""
-    written = written_entries(folder)
-    foreign = []
-    for root, dirs, names in os.walk(folder):
-        ours = []
-        for name in sorted(dirs + names):
-            rel = os.path.relpath(os.path.join(root, name), folder)
-            if rel in written:
-                ours.append(name)
-            elif rel != WRITTEN_LIST:
-                foreign.append(rel)
-        dirs[:] = [d for d in dirs if d in ours]
-    return foreign
-
-
-def written_entries(folder: Path) -> set[str]:
-    """What ccgym wrote in `folder`, as its WRITTEN_LIST says (nothing without one)."""
-    listing = folder / WRITTEN_LIST
-    if listing.is_symlink() or not listing.is_file():
-        return set()
-    try:
-        entries = json.loads(listing.read_text())["entries"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
-    return {e for e in entries if isinstance(e, str)} if isinstance(entries, list) else set()
-
-
-def _listed(names: Sequence[str], shown: int = 3) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(shortened(n) for n in names[:shown]) + more
-
-
-def _holds_working_folder(target: Path) -> bool:
-    try:
-        cwd = Path.cwd().resolve()
-    except OSError:  # the working folder was removed: it is in no folder
-        return False
-    return target == cwd or target in cwd.parents
-
-
-@contextlib.contextmanager
-def output_folder(path: str | os.PathLike, force: bool = False,
-                  keep_on_error: bool = False) -> Iterator[Path]:
-    """A new temporary folder beside `path` to fill; when the block ends without an error, its
-    content goes into `path` by the rule above (judged again then: the user may have put a
-    file there meanwhile). On an error, Ctrl-C included, it is removed and `path` is untouched;
-    with keep_on_error (a run's logs, which say why it failed) what was written is put in
-    place first."""
-    problem = folder_problem(path, force)
-    if problem:
-        raise UserError(problem)
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target.parent, f".{target.name}.")
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
-                                suffix=".tmp"))
-    try:
-        yield tmp
-    except BaseException:
-        if keep_on_error and any(tmp.iterdir()):
-            with contextlib.suppress(UserError, OSError):
-                _install(tmp, target, force)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    try:
-        _install(tmp, target, force)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _install(new: Path, target: Path, force: bool) -> None:
-    problem = folder_problem(target, force)
-    if problem:
-        raise UserError(problem)
-    entries = _entries(new)
-    _write_list(new, entries)
-    os.chmod(new, FOLDER_MODE & ~_umask())
-    if not target.exists() or not (foreign_entries(target) or _holds_working_folder(target)):
-        _swap_in(new, target)
-    else:
-        _merge_into(new, target, entries)
-
-
-def _entries(folder: Path) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(root, name), folder)
-                  for root, dirs, names in os.walk(folder) for name in dirs + names)
-
-
-def _write_list(folder: Path, entries: list[str]) -> None:
-    with open(folder / WRITTEN_LIST, "w") as f:
-        json.dump({"written by": "ccgym", "entries": entries}, f, indent=1)
-        f.write("\n")
-    os.chmod(folder / WRITTEN_LIST, FILE_MODE & ~_umask())
-
-
-def _merge_into(new: Path, target: Path, entries: list[str]) -> None:
-    """--force into a folder holding the user's files: each of ccgym's top-level entries
-    replaces the one of its name, what an earlier command of ccgym wrote there and this one
-    did not is removed, and everything else stays."""
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        old = written_entries(target)
-        tops = {e.split(os.sep, 1)[0] for e in entries}
-        for name in sorted(tops | {WRITTEN_LIST}):
-            _remove(target / name)
-            os.rename(new / name, target / name)
-        for rel in sorted(old, key=lambda e: e.count(os.sep), reverse=True):
-            if rel.split(os.sep, 1)[0] in tops:
-                continue
-            path = target / rel
-            with contextlib.suppress(OSError):
-                if path.is_dir() and not path.is_symlink():
-                    path.rmdir()  # only when empty: a file the user put in it stays
-                elif path.exists() or path.is_symlink():
-                    path.unlink()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-
-
-def _swap_in(new: Path, target: Path) -> None:
-    """Renames `new` to `target`, removing an old `target`; signals wait until it is done, so
-    that Ctrl-C never leaves neither folder in place."""
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.rename(target, old)
-            os.rename(new, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(new, target)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
     """tempfile.TemporaryDirectory named for this process (ccgym-KIND-PID-...), removed when the
     block ends; one that a killed process (SIGKILL) leaves is removed by the next ccgym command
@@ -414,14 +221,14 @@ def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
 def remove_stale_temporaries() -> None:
     """Removes the temporary files and folders (temporary_folder, outputs on their way into a
     pipe) of ccgym processes that are gone."""
-    _remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
+    remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
 
 
 def _temp_prefix(kind: str) -> str:
     return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
 
 
-def _remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
+def remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
     """Removes the entries of `folder` named PREFIX[KIND-]PID-... whose process is gone and
     whose owner is this user: what a killed writer left behind. A process that is alive, or
     another user's, keeps its own."""
@@ -455,7 +262,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ccgym import files
+from ccgym import files, folders
 
 # Seeds reach the C++ core as unsigned 64-bit integers, and a run's seeds are seed..seed+runs-1:
 # 32 bits leave room for that and are what a person types.
@@ -141,7 +141,7 @@ def written_folder(text: str) -> Path:
     """A folder the command writes (--plots, --logs): what can be judged before --force is
     known; check_written_folders judges the rest."""
     path = os.path.expanduser(text)
-    problem = files.folder_problem(path, force=True)
+    problem = folders.folder_problem(path, force=True)
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return Path(path)
@@ -170,7 +170,7 @@ def check_written_folders(args: argparse.Namespace) -> str | None:
     for dest, flag in (getattr(args, WRITTEN_FOLDERS, None) or {}).items():
         value = getattr(args, dest, None)
         if value is not None:
-            problem = files.folder_problem(value, getattr(args, "force", False))
+            problem = folders.folder_problem(value, getattr(args, "force", False))
             if problem:
                 return f"argument {flag}: {problem}"
     return None

@@ -52,7 +52,8 @@ from ccgym.emulators.link_names import resolve_link
 from ccgym.emulators.links import Link
 from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
-from ccgym.files import human_stream, output_folder, temporary_folder
+from ccgym.files import human_stream, temporary_folder
+from ccgym.folders import output_folder
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.measure.metrics import omniscient, summarize
 

@@ -39,7 +39,8 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_names import resolve_link
 from ccgym.envs.scoring import aggregate
 from ccgym.errors import UserError
-from ccgym.files import output_folder, temporary_folder
+from ccgym.files import temporary_folder
+from ccgym.folders import output_folder
 from ccgym.interrupts import interrupt_after, sigterm_as_interrupt
 from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
 from ccgym.measure.metrics import omniscient, summarize

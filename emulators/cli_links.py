@@ -26,8 +26,8 @@ from ccgym import flags
 from ccgym.emulators import _core, link_names
 from ccgym.emulators import links as links_mod
 from ccgym.errors import UserError
-from ccgym.files import (atomic_write_json, check_not_input, human_stream, is_stdout,
-                         output_folder)
+from ccgym.files import atomic_write_json, check_not_input, human_stream, is_stdout
+from ccgym.folders import output_folder
 
 # Statistics of a generated delivery process are taken over this much of it.
 GENERATED_STATS_DURATION_S = 60.0

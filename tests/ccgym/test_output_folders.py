@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ccgym import files
+from ccgym import folders
 from ccgym.cli import main
 from ccgym.errors import UserError
 
@@ -75,11 +75,11 @@ def test_plots_replace_what_ccgym_wrote_whole_and_refuse_once_the_user_adds_a_fi
     plots = tmp_path / "plots"
     assert main([*EVAL, "--plots", str(plots)]) == 0
     first = sorted(p.name for p in plots.iterdir())
-    assert "index.html" in first and files.WRITTEN_LIST in first
+    assert "index.html" in first and folders.WRITTEN_LIST in first
     (plots / "stale__throughput.png").write_bytes(b"from an earlier run")
-    written = json.loads((plots / files.WRITTEN_LIST).read_text())
+    written = json.loads((plots / folders.WRITTEN_LIST).read_text())
     written["entries"].append("stale__throughput.png")  # as if an earlier run had written it
-    (plots / files.WRITTEN_LIST).write_text(json.dumps(written))
+    (plots / folders.WRITTEN_LIST).write_text(json.dumps(written))
     assert main([*EVAL, "--plots", str(plots)]) == 0
     assert sorted(p.name for p in plots.iterdir()) == first  # replaced whole: no stale plot
     (plots / "my-notes.txt").write_text("mine")
@@ -115,7 +115,7 @@ def test_links_generate_into_a_folder_it_wrote_replaces_its_traces(tmp_path, cap
 def test_a_user_file_written_while_the_command_ran_is_not_replaced(tmp_path) -> None:
     target = tmp_path / "plots"
     with pytest.raises(UserError, match="holds files ccgym did not write"):
-        with files.output_folder(target) as folder:
+        with folders.output_folder(target) as folder:
             (folder / "plot.png").write_bytes(b"plot")
             target.mkdir()
             (target / "mine.txt").write_text("mine")
