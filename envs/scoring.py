@@ -129,7 +129,8 @@ def run_flows_stepped(sims: Sequence[Any], links: Sequence[Link], seeds: Sequenc
     it, and ends with its stop."""
     cohorts = []
     for flow, (start_ms, stop_ms) in spans.items():
-        slots = [Slot(sim, flow, link, seed) for sim, link, seed in zip(sims, links, seeds)]
+        slots = [Slot(sim, flow, link, seed, duration_ms)
+                 for sim, link, seed in zip(sims, links, seeds)]
         stepped = factory()
         stepped.reset(slots)
         cohorts.append((start_ms, stop_ms, stepped, slots))
