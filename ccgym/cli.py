@@ -11,7 +11,9 @@ How a command ends is decided here, once for every verb:
 - Ctrl-C (or SIGTERM where a verb maps it): "interrupted", exit status 130, at any moment:
   while modules are imported and the command line parsed (ccgym/console.py), and while the verb
   runs (KeyboardInterrupt, so that its cleanup runs);
-- the reader of standard output (or of an output pipe) gone: nothing said, exit status 141;
+- the reader of standard output (or of an output pipe) gone early (`ccgym ... | head -1`):
+  nothing said, and nothing else changes: what is left for it goes nowhere, the command
+  finishes its work (its files included) and exits with its own status, whatever the timing;
 - anything else is a bug in ccgym: one line saying so, the traceback written to a file
   (printed instead with --debug), exit status 1.
 """
@@ -19,6 +21,7 @@ How a command ends is decided here, once for every verb:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
@@ -125,7 +128,46 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
 
 
+class _ReaderMayLeave:
+    """sys.stdout while a command runs: once its reader has gone, later text goes to
+    /dev/null instead of raising BrokenPipeError midway through the work."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        # The real standard output too, so that Python's last flush at exit finds no pipe.
+        with open(os.devnull, "wb") as null, contextlib.suppress(OSError, ValueError):
+            os.dup2(null.fileno(), self._stream.fileno())
+        self._stream = open(os.devnull, "w")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _main(argv: list[str]) -> int:
+    stdout = sys.stdout
+    sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
+    try:
+        return _parse_and_run(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _parse_and_run(argv: list[str]) -> int:
     parser, modules = build_parser(argv[0] if argv and argv[0] in VERBS else None)
     try:
         args = parser.parse_args(argv)
@@ -184,9 +226,10 @@ def _internal_error(args: argparse.Namespace, e: Exception) -> int:
 
 
 def _reader_gone() -> int:
-    """The reader of standard output or of an output pipe has gone (`ccgym ... | head`): end
-    quietly, with the status a Unix tool killed by SIGPIPE has. Standard output is pointed at
-    /dev/null so that Python's final flush does not complain either."""
+    """A pipe's reader gone where neither _ReaderMayLeave nor ccgym.files' outputs could carry
+    on (a pipe a verb writes by itself): the work stopped there, so end quietly with the status
+    a Unix tool killed by SIGPIPE has. Standard output is pointed at /dev/null so that
+    Python's final flush does not complain either."""
     with open(os.devnull, "wb") as null:
         os.dup2(null.fileno(), sys.stdout.fileno())
     return SIGPIPE_STATUS

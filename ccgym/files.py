@@ -183,7 +183,9 @@ def _copy_into(path: str | os.PathLike, source: Path) -> None:
             with open(path, "ab") as out:
                 shutil.copyfileobj(src, out)
     except BrokenPipeError:
-        raise  # the reader has gone: the CLI ends quietly
+        # The reader has gone (`| head -1`): what it did not read it did not want, and the
+        # command goes on to its other outputs (see ccgym/cli.py).
+        return
     except OSError as e:  # /dev/full, a device that refuses: the user's node, the user's error
         raise UserError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
 
