@@ -154,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
                duration_s=real.duration_ms / 1000.0, seed=args.seed)
     if args.remote:
         row.update(capacity_mbps=None, utilization=None)  # unknown, not zero
+    else:
+        _mark_fidelity(row, real, link)
     rows.append(row)
     runs.append(Run(link, args.scheme, args.seed, real.duration_ms, metrics,
                     real.log.columns(), real.opportunities_ms))
@@ -170,12 +172,28 @@ def run(args: argparse.Namespace) -> int:
 
     out = human_stream(args.json)
     print(format_leaderboard(rows), file=out)
+    _print_notes(rows, out)
     if args.remote:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
               f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown",
               file=out)
     write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0
+
+
+def _mark_fidelity(row: dict[str, Any], real: Any, link: Link) -> None:
+    """The relay's lateness in a real-time row, and a note where it was too late for the row
+    to measure the link (RealRun.relay_problem): such a row is no result to compare."""
+    row["relay_late_ms"] = real.relay_late_ms
+    problem = real.relay_problem(_core.parse_link_spec(link.spec).delay_ms)
+    if problem:
+        row["note"] = problem
+
+
+def _print_notes(rows: list[dict[str, Any]], out: Any) -> None:
+    for row in rows:
+        if row.get("note"):
+            print(f"{row['scheme']}: {row['note']}", file=out)
 
 
 def _run_through_shell(args: argparse.Namespace, link) -> int:
@@ -216,6 +234,7 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
         real = run_emulated(link.spec, [s.sender for s in resolved], args.duration_s, args.seed,
                             workdir, progress=not args.no_progress)
     row, run = _real_row(link, names, real, mode="real-time", clock=real.clock, seed=args.seed)
+    _mark_fidelity(row, real, link)
     # The senders start together as fast as the machine lets them: where they did start.
     row["starts_ms"] = flow_starts_ms(real.log.columns())
     rows, runs = [row], [run]
@@ -268,6 +287,7 @@ def _report(args: argparse.Namespace, link, real: Any, rows: list[dict[str, Any]
                                                       delay)])
     out = human_stream(args.json)
     print(format_leaderboard([bound, *rows]), file=out)
+    _print_notes(rows, out)
     for flow in rows[0].get("flows", []):
         print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
               f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
