@@ -160,7 +160,7 @@ class _ReaderMayLeave:
 
 def _main(argv: list[str]) -> int:
     stdout = sys.stdout
-    sys.stdout = _ReaderMayLeave(stdout)  # type: ignore[assignment]
+    sys.stdout = _ReaderMayLeave(stdout)
     try:
         return _parse_and_run(argv)
     finally:
