@@ -50,7 +50,7 @@ VERBS = {
     "suite": ("ccgym.analysis.cli_suite",
               "every scheme and policy on every evaluation group: the suite's leaderboard"),
     "oracle": ("ccgym.oracle.cli_oracle", "the ideal window of each link and its score"),
-    "train": ("ccgym.train.cli_train", "train an LSTM policy with DAgger from a TOML config"),
+    "train": ("ccgym.train.cli_train", "train an LSTM policy (DAgger or PPO) from a TOML config"),
     "ensemble": ("ccgym.policies.cli_ensemble",
                  "average trained policies (e.g. one config's seeds) into one policy file"),
     "export": ("ccgym.deploy.cli_export", "export a trained policy to ONNX"),
