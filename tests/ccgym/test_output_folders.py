@@ -46,15 +46,28 @@ def one_error_line(capsys, verb: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("argv", [
-    [*EVAL, "--plots", "{dir}"],
-    ["links", "generate", "--out", "{dir}", "--mean-mbps", "6", "--duration-s", "5"],
-    ["run", "--link", LINK, "--scheme", "cubic", "--duration-s", "1", "--logs", "{dir}"],
-    ["shell", "--link", LINK, "--log", "{dir}", "--", "true"],
-], ids=["eval --plots", "links generate --out", "run --logs", "shell --log"])
+# Each verb that writes a folder ({dir}), and the files of users_folder whose names it writes
+# itself (what --force replaces).
+FOLDER_VERBS = {
+    "eval --plots": ([*EVAL, "--plots", "{dir}"], {"index.html"}),
+    "links generate --out": (["links", "generate", "--out", "{dir}", "--mean-mbps", "6",
+                              "--duration-s", "5"], {"cellular-6mbps-seed0.down"}),
+    "run --logs": (["run", "--link", LINK, "--scheme", "cubic", "--duration-s", "1", "--logs",
+                    "{dir}"], {"sender.tsv"}),
+    "shell --log": (["shell", "--link", LINK, "--log", "{dir}", "--", "true"], {"shell.tsv"}),
+}
+
+
+def with_force(argv: list[str]) -> list[str]:
+    at = argv.index("--") if "--" in argv else len(argv)
+    return [*argv[:at], "--force", *argv[at:]]
+
+
+@pytest.mark.parametrize("verb", sorted(FOLDER_VERBS))
 @pytest.mark.parametrize("through", ["folder", "symlink"])
-def test_a_folder_of_the_users_files_is_refused_before_any_work(argv, through, tmp_path,
+def test_a_folder_of_the_users_files_is_refused_before_any_work(verb, through, tmp_path,
                                                                 capsys) -> None:
+    argv = FOLDER_VERBS[verb][0]
     own_folder = tmp_path / "photos"
     own = users_folder(own_folder)
     given = own_folder
@@ -129,3 +142,13 @@ def test_shell_log_that_is_a_file_is_refused_as_run_logs_is(tmp_path, capsys) ->
     assert main(["shell", "--link", LINK, "--log", str(path), "--", "true"]) == 2
     assert "is a file, not a folder" in one_error_line(capsys, "shell")
     assert path.read_text() == "mine"
+
+
+@pytest.mark.parametrize("verb", sorted(FOLDER_VERBS))
+def test_force_keeps_every_file_of_a_name_the_verb_does_not_write(verb, tmp_path) -> None:
+    argv, replaced = FOLDER_VERBS[verb]
+    folder = tmp_path / "photos"
+    own = users_folder(folder)
+    assert main(with_force([a.replace("{dir}", str(folder)) for a in argv])) == 0
+    assert unchanged(folder, {n: d for n, d in own.items() if n not in replaced})
+    assert all((folder / n).read_bytes() != own[n] for n in replaced)  # ccgym's, as asked

@@ -26,11 +26,14 @@ def run_with_reader_gone(args: list[str], cwd: Path) -> subprocess.CompletedProc
         os.close(write_end)
 
 
-@pytest.mark.parametrize("args", [
+VERBS = [
     ["--help"], ["eval", "--help"], ["schemes"], ["schemes", "--json", "-"], ["links", "list"],
     ["links", "show", LINK, "--json", "-"], ["train", "--describe-config"],
     ["oracle", "--link", LINK, "--duration-s", "1", "--no-progress"],
-])
+]
+
+
+@pytest.mark.parametrize("args", VERBS)
 def test_every_verb_ends_as_it_would_have(args: list[str], tmp_path: Path) -> None:
     done = run_with_reader_gone(args, tmp_path)
     assert done.returncode == 0, done.stderr
