@@ -19,9 +19,9 @@
    symlink, and with --force: how many ended clean (exit status 2 in one line, or 0 with
    --force) with every file of the user's unchanged byte for byte (with --force: every file
    of a name ccgym does not write). Goal: all.
-7. Ctrl-C at a random moment of `ccgym train`'s first seconds (imports, parsing, setup),
-   --kills times: how many ended in one line "interrupted" (exit status 130), or finished
-   (0), with no traceback. Goal: all.
+7. Ctrl-C at a random moment of `ccgym train`'s first 3 s (imports, parsing, setup) once
+   its console script is loaded, --kills times: how many ended in one line "interrupted"
+   (exit status 130), or finished (0), with no traceback. Goal: all.
 8. The reader of standard output gone before the command starts (`| head -1` at its
    earliest), per verb: how many ended with exit status 0 and nothing said. Goal: all.
 
@@ -373,14 +373,19 @@ def users_folders(folder: Path) -> dict[str, dict[str, int]]:
 # ---------------------------------------------------------------- 7. Ctrl-C early
 
 def early_interrupts(kills: int, rng: random.Random, folder: Path) -> dict[str, int]:
+    """Through the console script (`ccgym`), timed from when its module is loaded (before
+    that, Python itself is starting: tests/ccgym/test_interrupts.py)."""
+    console = _load_test_module("test_interrupts").CONSOLE
     clean = 0
     for i in range(kills):
         out = folder / f"interrupt-{i}"
-        process = subprocess.Popen([*CLI, "train", "--set", "run.iterations=1", "--set",
+        process = subprocess.Popen([*console, "train", "--set", "run.iterations=1", "--set",
                                     "run.workers=0", "--out", str(out), "--no-progress",
                                     "--no-leaderboard"], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
-        time.sleep(rng.uniform(0.1, 3.0))
+        assert process.stderr is not None
+        process.stderr.readline()  # "loaded"
+        time.sleep(rng.uniform(0.0, 3.0))
         process.send_signal(signal.SIGINT)
         _, err = process.communicate()
         lines = err.strip().splitlines()
