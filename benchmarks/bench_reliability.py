@@ -91,7 +91,10 @@ def bad_inputs() -> dict[str, dict[str, int]]:
             files = cases.make_bad_files(Path(folder))
             err = io.StringIO()
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                status = main([arg.replace("{d}", str(files)) for arg in argv])
+                try:
+                    status = main([arg.replace("{d}", str(files)) for arg in argv])
+                except Exception as e:  # noqa: BLE001 - an escaped exception is a traceback
+                    status, _ = 1, err.write(f"Traceback: {type(e).__name__}: {e}")
         lines = err.getvalue().strip().splitlines()
         clean = status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
         entry = counts.setdefault(cases.input_class(name), {"tried": 0, "clean": 0})
