@@ -1,7 +1,8 @@
 """Reliability: bad input, fuzzing, and processes killed at random moments.
 
 1. Bad inputs: every case of tests/ccgym/test_bad_inputs.py (what a new user tried), per
-   class: how many ended in a clean error (exit status 2, one line, no traceback). Goal: all.
+   class: how many ended in a clean error (exit status 2, one line naming the mistake as the
+   test expects, no traceback). Goal: all.
 2. Fuzzing: scripts/fuzz.sh for --fuzz-seconds per libFuzzer harness (trace loader, link spec
    and queue spec parsers, wire decoders): executions and crashes. Goal: 0 crashes.
 3. `ccgym train` killed with SIGKILL at a random moment, then `--resume`d to the end, --kills
@@ -86,7 +87,7 @@ def bad_inputs() -> dict[str, dict[str, int]]:
 
     cases = _load_test_module("test_bad_inputs")
     counts: dict[str, dict[str, int]] = {}
-    for name, (argv, _) in sorted(cases.CASES.items()):
+    for name, (argv, expected) in sorted(cases.CASES.items()):
         with tempfile.TemporaryDirectory() as folder:
             files = cases.make_bad_files(Path(folder))
             err = io.StringIO()
@@ -96,7 +97,9 @@ def bad_inputs() -> dict[str, dict[str, int]]:
                 except Exception as e:  # noqa: BLE001 - an escaped exception is a traceback
                     status, _ = 1, err.write(f"Traceback: {type(e).__name__}: {e}")
         lines = err.getvalue().strip().splitlines()
-        clean = status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
+        # Clean: one line that names the mistake (the case's expected words), exit status 2.
+        clean = (status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
+                 and expected in lines[0])
         entry = counts.setdefault(cases.input_class(name), {"tried": 0, "clean": 0})
         entry["tried"] += 1
         entry["clean"] += int(clean)
