@@ -18,7 +18,7 @@ from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, is
                                  is_number, rule)
 from ccgym.emulators._core import STEP_MS
 from ccgym.envs.competitors import NONE, STARTS, parse_entry
-from ccgym.flags import MAX_DURATION_S, MAX_SEED
+from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -42,8 +42,12 @@ MAX_NUM_ENVS = 4096     # episodes in one vectorized environment; the configs us
 HIDDEN_SIZE = rule(lambda v: is_count(v) and 1 <= v <= MAX_HIDDEN_SIZE,
                    f"must be an integer in 1..{MAX_HIDDEN_SIZE} (LSTM units; a larger model "
                    "is a typo here)")
-NUM_ENVS = rule(lambda v: is_count(v) and 1 <= v <= MAX_NUM_ENVS,
-                f"must be an integer in 1..{MAX_NUM_ENVS}")
+NUM_ENVS = EPISODES = rule(lambda v: is_count(v) and 1 <= v <= MAX_NUM_ENVS,
+                           f"must be an integer in 1..{MAX_NUM_ENVS}")
+MAX_THREADS = 256  # threads of one process: more than any machine here has cores
+THREADS = rule(lambda v: is_count(v) and 1 <= v <= MAX_THREADS,
+               f"must be an integer in 1..{MAX_THREADS}")
+RUNS = rule(lambda v: is_count(v) and 1 <= v <= MAX_RUNS, f"must be an integer in 1..{MAX_RUNS}")
 EPISODE_MS = rule(lambda v: is_number(v) and 0 < v <= MAX_DURATION_S * 1000,
                   f"must be in (0, {MAX_DURATION_S * 1000:g}] ms (an hour)")
 ALGORITHM = rule(lambda v: v in TRAINERS, f"must be one of {', '.join(TRAINERS)}")
@@ -90,9 +94,9 @@ class RunSection:
     episode_ms: float = described(10_000.0, "Length of one episode, ms of simulated time (a "
                                   "multiple of the step, 10 ms).", EPISODE_MS)
     env_threads: int = described(1, "Simulator threads inside one vectorized environment; 1 "
-                                 "when Ray already uses the cores.", POSITIVE)
+                                 "when Ray already uses the cores.", THREADS)
     torch_threads: int = described(1, "Torch threads of the trainer; a 32-unit LSTM gains "
-                                   "nothing from more and loses to overhead.", POSITIVE)
+                                   "nothing from more and loses to overhead.", THREADS)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """What a single field's rule cannot say: (key, "must ...") when broken."""
@@ -200,7 +204,7 @@ class EvalSection:
     duration_s: float = described(10.0, "Simulated seconds of each validation run during "
                                   "training (0: each link's default, a trace once, else 30 s, "
                                   "as ccgym eval runs it).", NON_NEGATIVE)
-    runs: int = described(1, "Runs (seeds) per validation link.", POSITIVE)
+    runs: int = described(1, "Runs (seeds) per validation link.", RUNS)
     baselines: list[str] = described(["cubic", "bbr", "vegas", "copa", "fixed:20"],
                                      "Baselines of the final leaderboard and the "
                                      "eval/best_baseline_score reference line.")
@@ -237,7 +241,7 @@ class DaggerSection:
     """DAgger's own keys (train/dagger.py)."""
 
     rollouts_per_iteration: int = described(16, "Episodes rolled out per iteration, each on a "
-                                            "training link drawn at random.", POSITIVE)
+                                            "training link drawn at random.", EPISODES)
     beta0: float = described(1.0, "Probability of executing the expert's action at iteration "
                              "2, multiplied by beta_decay every later iteration (iteration 1 "
                              "always follows the expert: there is no policy yet).", PROBABILITY)

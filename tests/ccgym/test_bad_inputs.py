@@ -154,6 +154,11 @@ CASES = {
                                      "{d}/runs"], "hidden_size: must be an integer in 1..1024"),
     "train run name of 300 characters": (["train", "--set", f"run.name={LONG}", "--out",
                                           "{d}/runs"], "at most 100"),
+    "calibrate link name of 200 characters": (["calibrate", "{d}/none.json", "--name",
+                                               "c" * 200], "at most 100"),
+    "calibrate output of a 200-character name": (["calibrate", "{d}/none.json", "-o",
+                                                  f"{{d}}/{'c' * 200}.toml"], "at most 100"),
+    "train eval runs of 1000": (["train", "--set", "eval.runs=1000"], "1..100"),
     # Folders of the user's own files: refused, whatever the verb writes into them.
     "eval plots into the user's folder": ([*EVAL, "--plots", "{d}/my-photos"],
                                           "holds files ccgym did not write there"),
@@ -171,7 +176,8 @@ CASES = {
 
 
 # The classes benchmarks/bench_reliability.py counts by: the first whose words a case's name has.
-CLASSES = (("names and sizes", ("300-character", "240 characters", "100000", "300 characters")),
+CLASSES = (("names and sizes", ("300-character", "240 characters", "100000", "300 characters",
+                                 "200 characters", "200-character", "runs of 1000")),
            ("the user's folders", ("user's folder",)),
            ("policy files", ("policy", "onnx")), ("TOML files", ("config", "link set")),
            ("seeds", ("seed",)), ("counts", ("million",)),
