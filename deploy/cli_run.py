@@ -161,14 +161,10 @@ def run(args: argparse.Namespace) -> int:
                     real.log.columns(), real.opportunities_ms))
     if args.simulate:
         assert schemes.simulator is not None
-        simulated = run_scheme(link, schemes.simulator, [args.seed], real.duration_ms)
-        name = f"{args.scheme} (simulated)"
-        sim_row = aggregate(link, name, [simulated[0].metrics])
-        sim_row.update(mode="simulated", clock="virtual", duration_s=real.duration_ms / 1000.0,
-                       seed=args.seed)
+        sim_row, sim_run = _simulated(link, args.scheme, schemes.simulator, args.seed,
+                                      real.duration_ms)
         rows.append(sim_row)
-        runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
-                        simulated[0].log, simulated[0].opportunities_ms))
+        runs.append(sim_run)
 
     out = human_stream(args.json)
     print(format_leaderboard(rows), file=out)
@@ -179,6 +175,17 @@ def run(args: argparse.Namespace) -> int:
               file=out)
     write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0
+
+
+def _simulated(link: Link, scheme: str, simulator: str, seed: int,
+               duration_ms: float) -> tuple[dict[str, Any], Run]:
+    """--simulate: the same link, scheme and seed in the simulator, as long as the real run."""
+    [simulated] = run_scheme(link, simulator, [seed], duration_ms)
+    name = f"{scheme} (simulated)"
+    row = aggregate(link, name, [simulated.metrics])
+    row.update(mode="simulated", clock="virtual", duration_s=duration_ms / 1000.0, seed=seed)
+    return row, Run(link, name, seed, duration_ms, simulated.metrics, simulated.log,
+                    simulated.opportunities_ms)
 
 
 def _mark_fidelity(row: dict[str, Any], real: Any, link: Link) -> None:

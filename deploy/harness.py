@@ -30,6 +30,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ccgym.emulators import _core
+from ccgym.envs.scoring import check_not_external
 from ccgym.errors import UserError
 from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
                                  read_tsv_log)
@@ -324,6 +325,7 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         raise UserError("--scheme oracle needs to know the link's future: it runs only in "
                         "the simulator (ccgym eval)")
     if prefix != "lstm":
+        check_not_external(scheme, "--scheme")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:

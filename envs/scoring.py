@@ -47,6 +47,15 @@ def stepped_scheme_factory(scheme: str) -> Callable[[], SteppedScheme] | None:
     return lambda: factory(argument)
 
 
+def check_not_external(scheme: str, flag: str) -> None:
+    """A UserError for `external`, which the core runs (as a window nothing sets) but no verb
+    should score or send with: it is the learned flow's slot."""
+    if scheme.split(":")[0] == EXTERNAL:
+        raise UserError(f"{flag}: {scheme} is the learned flow's slot (its window is set from "
+                        "outside), not a scheme to run; give lstm:RUN_DIR|FILE for a learned "
+                        "policy")
+
+
 def validate_simulated_schemes(schemes: Sequence[str], others: Sequence[str] = ()) -> None:
     """UserError for a scheme the simulator cannot run; others: what else the caller accepts,
     for the message."""
@@ -55,10 +64,7 @@ def validate_simulated_schemes(schemes: Sequence[str], others: Sequence[str] = (
         if factory is not None:
             factory()  # loads its files now: a bad one fails before any run, not midway
             continue
-        if scheme.split(":")[0] == EXTERNAL:  # the core runs it, as a window nothing sets
-            raise UserError(f"--schemes: {scheme} is the learned flow's slot (its window is "
-                            "set from outside), not a scheme to score; give lstm:RUN_DIR|FILE "
-                            f"for a learned policy (also: {', '.join(sorted(STEPPED_SCHEMES))})")
+        check_not_external(scheme, "--schemes")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:

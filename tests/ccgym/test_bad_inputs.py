@@ -110,6 +110,8 @@ CASES = {
     "eval interval without a second flow": ([*EVAL, "--interval-s", "5"], "one flow"),
     "eval scheme external": (["eval", "--link", LINK, "--schemes", "external"],
                              "the learned flow's slot"),
+    "run scheme external": (["run", "--link", LINK, "--scheme", "external"],
+                            "the learned flow's slot"),
     "calibrate two outputs on standard output": (["calibrate", "{d}/none.json", "-o", "-",
                                                   "--json", "-"], "standard output"),
     "export of an onnx model": (["export", "{d}/garbage.onnx"], "already ONNX"),
