@@ -116,6 +116,7 @@ def output_folder(path: str | os.PathLike, force: bool = False,
     if problem:
         raise UserError(problem)
     target = Path(os.path.realpath(path))
+    made = [p for p in target.parents if not p.exists()]  # made here, removed if it fails
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target.parent, f".{target.name}.")
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
@@ -127,11 +128,22 @@ def output_folder(path: str | os.PathLike, force: bool = False,
             with contextlib.suppress(UserError, OSError):
                 _install(tmp, target, force)
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_empty(made)
         raise
     try:
         _install(tmp, target, force)
-    finally:
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_empty(made)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """The folders made for a target that was never put in place, deepest first, if empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _install(new: Path, target: Path, force: bool) -> None:

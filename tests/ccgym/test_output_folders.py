@@ -136,6 +136,14 @@ def test_a_user_file_written_while_the_command_ran_is_not_replaced(tmp_path) -> 
     assert (target / "mine.txt").read_text() == "mine"
 
 
+def test_a_failed_command_leaves_no_folder_it_made(tmp_path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        with folders.output_folder(tmp_path / "new" / "deeper" / "plots") as folder:
+            (folder / "plot.png").write_bytes(b"half")
+            raise KeyboardInterrupt
+    assert not any(tmp_path.iterdir())
+
+
 def test_shell_log_that_is_a_file_is_refused_as_run_logs_is(tmp_path, capsys) -> None:
     path = tmp_path / "log"
     path.write_text("mine")
