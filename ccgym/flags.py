@@ -94,10 +94,10 @@ output_file.__doc__ = "A text or JSON file to write (--json OUT), '-' for standa
 def one_standard_output(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
     """Why the parsed outputs cannot be written (two of them given '-': their contents would
     be one stream no reader could split), or None."""
-    flags = [flag for dest, flag in _output_flags(parser).items()
+    given = [flag for dest, flag in _output_flags(parser).items()
              if files.is_stdout(getattr(args, dest, None))]
-    if len(flags) > 1:
-        return (f"{' and '.join(flags)} all go to standard output ('-'), where they would run "
+    if len(given) > 1:
+        return (f"{' and '.join(given)} all go to standard output ('-'), where they would run "
                 "together; give a file to all but one")
     return None
 
@@ -151,13 +151,13 @@ WRITTEN_FOLDERS = "written_folders"  # the parsed namespace's {dest: flag} of su
 
 
 def add_written_folder(parser: argparse.ArgumentParser, *names: str, help: str) -> None:
-    """A flag naming a folder the command writes, under ccgym.files' one rule for output
+    """A flag naming a folder the command writes, under ccgym.folders' one rule for output
     folders (a folder holding files ccgym did not write is refused), and --force, once per
     parser, to write into such a folder anyway."""
     action = parser.add_argument(*names, metavar="DIR", type=written_folder, help=help)
-    folders = dict(parser.get_default(WRITTEN_FOLDERS) or {})
-    folders[action.dest] = action.option_strings[-1]
-    parser.set_defaults(**{WRITTEN_FOLDERS: folders})
+    declared = dict(parser.get_default(WRITTEN_FOLDERS) or {})
+    declared[action.dest] = action.option_strings[-1]
+    parser.set_defaults(**{WRITTEN_FOLDERS: declared})
     if "--force" not in parser._option_string_actions:
         parser.add_argument("--force", action="store_true",
                             help="write into a folder that holds files ccgym did not write "
