@@ -66,7 +66,7 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
 
 def write_outputs(rows: list[dict[str, Any]], runs: list[Run], json_path: str | None,
                   plots_dir: str | None, force: bool = False) -> None:
-    """--json OUT (the rows) and --plots DIR (the runs' plots, by ccgym.files' rule for output
+    """--json OUT (the rows) and --plots DIR (the runs' plots, by ccgym.folders' rule for output
     folders; force: --force), as `ccgym eval` and `ccgym run` write them."""
     if json_path:
         atomic_write_json(json_path, rows)

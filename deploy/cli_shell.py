@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _work_folder(log: Path | None, force: bool) -> Iterator[Path]:
-    """--log DIR (by ccgym.files' rule for output folders, kept also when the run fails), else
+    """--log DIR (by ccgym.folders' rule for output folders, kept also when the run fails), else
     a temporary folder for the link's own files."""
     if log is None:
         with temporary_folder("shell") as tmp:
