@@ -72,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
     links = resolve_links(args.link, args.links)
     check_not_input(args.json, input_files(links, args.links), "--json")
     against = parse_against(args.against) if args.against is not None else None
-    if against is not None or any(link.competitors for link in links):
+    shared = against is not None or any(link.competitors for link in links)
+    if args.interval_s and args.flows == 1 and not shared:
+        raise UserError(f"--interval-s {args.interval_s:g}: there is one flow, so nothing "
+                        "starts after it; give --flows N or --against SCHEME")
+    if shared:
         rows, runs = evaluate_shared(links, schemes, against, first=args.first, runs=args.runs,
                                      seed=args.seed, duration_s=args.duration_s,
                                      interval_s=args.interval_s, progress=not args.no_progress,
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                               duration_s=args.duration_s, flows=args.flows,
                               interval_s=args.interval_s, progress=not args.no_progress)
     print(format_leaderboard(rows), file=human_stream(args.json))
-    write_outputs(rows, runs, args.json, args.plots)
+    write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0
 
 

@@ -14,7 +14,8 @@ from ccgym.deploy.shell import check_kernel_scheme, is_kernel_scheme, run_kernel
 from ccgym.emulators.links import Link
 from ccgym.envs.scoring import (Run, aggregate, check_flow_starts, link_duration_ms,
                                 omniscient_runs, simulate_scheme, validate_simulated_schemes)
-from ccgym.files import atomic_folder, atomic_write_json, human_stream
+from ccgym.files import atomic_write_json, human_stream
+from ccgym.folders import output_folder
 
 
 def validate_schemes(schemes: Sequence[str]) -> None:
@@ -64,9 +65,9 @@ def evaluate(links: Sequence[Link], schemes: Sequence[str], runs: int = 1, seed:
 
 
 def write_outputs(rows: list[dict[str, Any]], runs: list[Run], json_path: str | None,
-                  plots_dir: str | None) -> None:
-    """--json OUT (the rows) and --plots DIR (the runs' plots), as `ccgym eval`, `ccgym run` and
-    `ccgym shell` write them."""
+                  plots_dir: str | None, force: bool = False) -> None:
+    """--json OUT (the rows) and --plots DIR (the runs' plots, by ccgym.folders' rule for output
+    folders; force: --force), as `ccgym eval` and `ccgym run` write them."""
     if json_path:
         atomic_write_json(json_path, rows)
     if plots_dir:
@@ -74,7 +75,7 @@ def write_outputs(rows: list[dict[str, Any]], runs: list[Run], json_path: str | 
 
         # The folder is written whole: Ctrl-C or a failure leaves it as it was, and no plot
         # of an earlier run stays beside the new ones.
-        with atomic_folder(plots_dir) as folder:
+        with output_folder(plots_dir, force) as folder:
             written = write_plots(rows, runs, folder)
         # One line, not one per file: over a link set they are hundreds; the index shows them.
         print(f"wrote {len(written) - 1} plots into {plots_dir}: open "

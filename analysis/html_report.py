@@ -43,7 +43,6 @@ ORACLE_KEYS = {"link", "bdp_packets", "ideal_window", "score", "bdp_score"}
 PLOT_SUFFIXES = (".png", ".svg")
 # A plots folder with more figures embeds only its planes (analysis/plots.py: write_plots).
 MAX_EMBEDDED_PLOTS = 48
-PLANE_SUFFIX = "__tradeoff"
 
 
 # ---------------------------------------------------------------- inputs
@@ -289,19 +288,28 @@ def _oracle_section(item: OracleInput) -> Section:
                    f"<p>{e(name)}: the oracle's window on {len(rows)} links, {mean}.</p>")
 
 
-def _plots_section(folder: PlotsFolder, base: Path | None) -> Section:
-    """The folder's figures; from a large folder (a link set's time series: hundreds) only
-    its throughput-delay planes, with a link to the folder's own index for the rest, so that
-    the page stays a few megabytes."""
-    shown = folder.figures
+def _plots_section(folder: PlotsFolder, base: Path | None, drawn: set[str]) -> Section:
+    """The folder's figures, each once: not the planes of links whose leaderboards the page
+    already draws (`drawn`: their file slugs); from a large folder (a link set's time
+    series: hundreds) only its throughput-delay planes, so that the page stays a few
+    megabytes, and a note that the rest are a link to files outside the page."""
+    from ccgym.analysis.plots import PLANE_SUFFIX
+
+    figures = [f for f in folder.figures if f.stem.removesuffix(PLANE_SUFFIX) not in drawn
+               or not f.stem.endswith(PLANE_SUFFIX)]
     parts = []
+    if len(figures) < len(folder.figures):
+        parts.append(f'<p class="note">{len(folder.figures) - len(figures)} throughput-delay '
+                     "planes are above, with their links' leaderboards.</p>")
+    shown = figures
     if len(shown) > MAX_EMBEDDED_PLOTS:
-        shown = [f for f in folder.figures if f.stem.endswith(PLANE_SUFFIX)]
+        shown = [f for f in figures if f.stem.endswith(PLANE_SUFFIX)]
         index = folder.path.resolve() / "index.html"
         href = os.path.relpath(index, base.resolve()) if base is not None else index.as_uri()
-        parts.append(f'<p class="note">{len(folder.figures)} figures, too many to embed: its '
-                     f"throughput-delay planes are below; every figure is in "
-                     f'<a href="{e(href)}">{e(label(folder.path))}/index.html</a>.</p>')
+        parts.append(f'<p class="note">{len(figures) - len(shown)} more figures, too many to '
+                     "embed, are not in this page: they stay files of the folder, shown by "
+                     f'<a href="{e(href)}">{e(label(folder.path))}/index.html</a> (a link '
+                     "that works while the folder is where it was).</p>")
     parts += [figure_html(image, image.stem.replace("__", " · ")) for image in shown]
     return Section(f"Plots: {label(folder.path)}", "\n".join(parts))
 
@@ -323,7 +331,11 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
         if len(runs) > 1:  # the comparison sums them up
             runs = [Section(s.title, s.body) for s in runs]
         sections += runs
-        sections += [_plots_section(p, base) for p in inputs.plots]
+        if inputs.plots:
+            from ccgym.analysis.plots import file_slug
+
+            drawn = {file_slug(str(r["link"])) for item in inputs.rows for r in item.rows}
+            sections += [_plots_section(p, base, drawn) for p in inputs.plots]
     every = ([str(r.path) for r in inputs.rows] + [str(o.path) for o in inputs.oracles]
              + [str(c.path) for c in inputs.calibrations]
              + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots]

@@ -11,6 +11,7 @@ points (close points would overlap them): a legend below the axes names each ser
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -289,8 +290,20 @@ def tradeoff_figure(points: Mapping[str, Sequence[PointLike]], omniscient: Point
     return fig
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "link"
+# The longest part of a plot's file name a link or a scheme gives: two of them and the longest
+# suffix stay well within a file system's 255 bytes, whatever a scheme's path or a spec holds.
+MAX_SLUG = 100
+PLANE_SUFFIX = "__tradeoff"  # LINK__tradeoff.png: a link's throughput-delay plane
+
+
+def file_slug(text: str) -> str:
+    """`text` as part of a file name; a long one is cut, with a hash of the whole so that two
+    names that differ only past the cut stay two files."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "link"
+    if len(slug) <= MAX_SLUG:
+        return slug
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{slug[:MAX_SLUG - len(digest) - 1]}-{digest}"
 
 
 def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir: Path) -> list[Path]:
@@ -305,7 +318,7 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
         by_link.setdefault(run.link.name, []).append(run)
     sections: dict[str, list[Path]] = {}
     for link_name, link_runs in by_link.items():
-        slug = _slug(link_name)
+        slug = file_slug(link_name)
         points: dict[str, list[Any]] = {}
         first: dict[str, Run] = {}
         for run in link_runs:
@@ -314,12 +327,12 @@ def write_plots(rows: Sequence[Mapping[str, Any]], runs: Sequence[Run], out_dir:
         seconds = max(run.duration_ms for run in link_runs) / MS_PER_S
         propagation = _propagation_ms(link_runs[0].link.spec)
         omniscient = next((r for r in rows if r["link"] == link_name and r["scheme"] == "omniscient"), None)
-        path = out_dir / f"{slug}__tradeoff.png"
+        path = out_dir / f"{slug}{PLANE_SUFFIX}.png"
         plot_tradeoff(points, omniscient, path,
                       title=f"{link_name}: every scheme, {seconds:g} s runs")
         link_plots = [path]
         for scheme, run in first.items():
-            stem = f"{slug}__{_slug(scheme)}"
+            stem = f"{slug}__{file_slug(scheme)}"
             lineup = " vs ".join(run.flow_schemes) if run.flow_schemes else scheme
             what = f"{link_name}: {lineup}, {run.duration_ms / MS_PER_S:g} s, seed {run.seed}"
             path = out_dir / f"{stem}__throughput.png"

@@ -1,7 +1,8 @@
 """Reliability: bad input, fuzzing, and processes killed at random moments.
 
 1. Bad inputs: every case of tests/ccgym/test_bad_inputs.py (what a new user tried), per
-   class: how many ended in a clean error (exit status 2, one line, no traceback). Goal: all.
+   class: how many ended in a clean error (exit status 2, one line naming the mistake as the
+   test expects, no traceback). Goal: all.
 2. Fuzzing: scripts/fuzz.sh for --fuzz-seconds per libFuzzer harness (trace loader, link spec
    and queue spec parsers, wire decoders): executions and crashes. Goal: 0 crashes.
 3. `ccgym train` killed with SIGKILL at a random moment, then `--resume`d to the end, --kills
@@ -14,6 +15,16 @@
    symlink, '-', /dev/fd/N of a pipe, a read-only folder and one of its own inputs; per kind
    of path, how many ended clean (the node kept, the content whole, exit status 0 or 2, no
    traceback). Goal: all.
+6. The user's folders: every verb that writes a folder (eval --plots, links generate --out,
+   run --logs, shell --log) given a folder of the user's own files, directly, through a
+   symlink, and with --force: how many ended clean (exit status 2 in one line, or 0 with
+   --force) with every file of the user's unchanged byte for byte (with --force: every file
+   of a name ccgym does not write). Goal: all.
+7. Ctrl-C at a random moment of `ccgym train`'s first 3 s (imports, parsing, setup) once
+   its console script is loaded, --kills times: how many ended in one line "interrupted"
+   (exit status 130), or finished (0), with no traceback. Goal: all.
+8. The reader of standard output gone before the command starts (`| head -1` at its
+   earliest), per verb: how many ended with exit status 0 and nothing said. Goal: all.
 
 Prints one JSON object (progress on stderr). Takes about 4 x --fuzz-seconds plus a minute per
 kill on 2 cores.
@@ -76,14 +87,19 @@ def bad_inputs() -> dict[str, dict[str, int]]:
 
     cases = _load_test_module("test_bad_inputs")
     counts: dict[str, dict[str, int]] = {}
-    for name, (argv, _) in sorted(cases.CASES.items()):
+    for name, (argv, expected) in sorted(cases.CASES.items()):
         with tempfile.TemporaryDirectory() as folder:
             files = cases.make_bad_files(Path(folder))
             err = io.StringIO()
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                status = main([arg.replace("{d}", str(files)) for arg in argv])
+                try:
+                    status = main([arg.replace("{d}", str(files)) for arg in argv])
+                except Exception as e:  # noqa: BLE001 - an escaped exception is a traceback
+                    status, _ = 1, err.write(f"Traceback: {type(e).__name__}: {e}")
         lines = err.getvalue().strip().splitlines()
-        clean = status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
+        # Clean: one line that names the mistake (the case's expected words), exit status 2.
+        clean = (status == 2 and len(lines) == 1 and "Traceback" not in err.getvalue()
+                 and expected in lines[0])
         entry = counts.setdefault(cases.input_class(name), {"tried": 0, "clean": 0})
         entry["tried"] += 1
         entry["clean"] += int(clean)
@@ -328,13 +344,89 @@ def output_kinds(folder: Path) -> dict[str, dict[str, int]]:
     return counts
 
 
+# ---------------------------------------------------------------- 6. the user's folders
+
+def users_folders(folder: Path) -> dict[str, dict[str, int]]:
+    cases = _load_test_module("test_output_folders")
+    counts: dict[str, dict[str, int]] = {}
+    for name, (argv, replaced) in sorted(cases.FOLDER_VERBS.items()):
+        for how in ("folder", "symlink", "force"):
+            case = folder / "folder-case"
+            own = cases.users_folder(case / "photos")
+            given = case / "photos"
+            if how == "symlink":
+                given = case / "link"
+                given.symlink_to(case / "photos")
+            args = [a.replace("{dir}", str(given)) for a in argv]
+            done = subprocess.run([*CLI, *(cases.with_force(args) if how == "force" else args)],
+                                  capture_output=True, text=True)
+            # With --force, files of the names the verb writes are replaced; every other kept.
+            kept = {n: data for n, data in own.items() if how != "force" or n not in replaced}
+            unchanged = cases.unchanged(case / "photos", kept)
+            expected = 0 if how == "force" else 2
+            clean = (done.returncode == expected and unchanged and "Traceback" not in done.stderr
+                     and (how == "force" or len(done.stderr.strip().splitlines()) == 1))
+            entry = counts.setdefault(how, {"tried": 0, "clean": 0})
+            entry["tried"] += 1
+            entry["clean"] += int(clean)
+            if not clean:
+                say(f"folder {name} by {how}: status {done.returncode}, the user's files "
+                    f"unchanged: {unchanged}: {done.stderr[-300:]}")
+            shutil.rmtree(case, ignore_errors=True)
+    return counts
+
+
+# ---------------------------------------------------------------- 7. Ctrl-C early
+
+def early_interrupts(kills: int, rng: random.Random, folder: Path) -> dict[str, int]:
+    """Through the console script (`ccgym`), timed from when its module is loaded (before
+    that, Python itself is starting: tests/ccgym/test_interrupts.py)."""
+    console = _load_test_module("test_interrupts").CONSOLE
+    clean = 0
+    for i in range(kills):
+        out = folder / f"interrupt-{i}"
+        process = subprocess.Popen([*console, "train", "--set", "run.iterations=1", "--set",
+                                    "run.workers=0", "--out", str(out), "--no-progress",
+                                    "--no-leaderboard"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        assert process.stderr is not None
+        process.stderr.readline()  # "loaded"
+        time.sleep(rng.uniform(0.0, 3.0))
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate()
+        lines = err.strip().splitlines()
+        ok = "Traceback" not in err and (process.returncode == 0 or (
+            process.returncode == 130 and lines and lines[-1].endswith("interrupted")))
+        clean += int(ok)
+        if not ok:
+            say(f"interrupt {i + 1}: status {process.returncode}: {err[-300:]}")
+        shutil.rmtree(out, ignore_errors=True)
+    return {"tried": kills, "clean": clean}
+
+
+# ---------------------------------------------------------------- 8. the reader gone
+
+def reader_gone(folder: Path) -> dict[str, int]:
+    cases = _load_test_module("test_reader_gone")
+    clean = 0
+    for args in cases.VERBS:
+        done = cases.run_with_reader_gone(args, folder)
+        ok = done.returncode == 0 and b"Traceback" not in done.stderr \
+            and b"error" not in done.stderr
+        clean += int(ok)
+        if not ok:
+            say(f"reader gone: {' '.join(args)}: status {done.returncode}")
+    return {"tried": len(cases.VERBS), "clean": clean}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20, help="kills of train and of run each")
     parser.add_argument("--fuzz-seconds", type=int, default=60, help="per libFuzzer harness")
     parser.add_argument("--seed", type=int, default=1, help="seed of the kill moments")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["bad_inputs", "fuzz", "train_kills", "run_kills", "outputs"])
+                        choices=["bad_inputs", "fuzz", "train_kills", "run_kills", "outputs",
+                                 "folders", "interrupts", "reader_gone"])
     args = parser.parse_args()
     rng = random.Random(args.seed)
     result: dict = {}
@@ -353,6 +445,15 @@ def main() -> int:
         if "outputs" not in args.skip:
             say("outputs to every kind of path ...")
             result["outputs"] = output_kinds(Path(folder))
+        if "folders" not in args.skip:
+            say("the user's folders ...")
+            result["folders"] = users_folders(Path(folder))
+        if "interrupts" not in args.skip:
+            say("Ctrl-C in the first seconds ...")
+            result["interrupts"] = early_interrupts(args.kills, rng, Path(folder))
+        if "reader_gone" not in args.skip:
+            say("the reader of standard output gone ...")
+            result["reader_gone"] = reader_gone(Path(folder))
     print(json.dumps(result, indent=2))
     return 0
 

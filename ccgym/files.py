@@ -9,8 +9,9 @@ An output path is written by what it names:
   file beside the target, renamed over it, so a reader (another worker, a resumed run, a killed
   one) sees the old file or the whole new one, never half of one; on any error, Ctrl-C
   included, the temporary file is removed.
-Whether a path can be written is checked before the work starts (check_output), and a
-command's output that is one of its inputs is refused (check_not_input).
+Whether a path can be written is checked before the work starts (check_output: a name too
+long for the file system included), and a command's output that is one of its inputs is
+refused (check_not_input). Folders a command writes follow ccgym.folders' rule.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ import math
 import os
 import re
 import shutil
-import signal
 import stat
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -42,6 +42,12 @@ TEMP_PREFIX = "ccgym-"  # this process's temporary files: ccgym-KIND-PID-...
 # Paths whose regular files are other processes' open files (/dev/stdout, /proc/self/fd/1
 # redirected to a file): appended to in place, never replaced behind their owner's back.
 IN_PLACE_ROOTS = ("/dev/", "/proc/")
+# What a temporary name beside a target adds to its name (.NAME.PID-XXXXXXXX.tmp, .NAME.old-PID):
+# a name that fits the file system but not with this is refused as too long.
+TEMP_NAME_RESERVE = 24
+# Where the file system does not say (os.pathconf): Linux's limits.
+NAME_MAX = 255
+PATH_MAX = 4096
 
 
 def is_stdout(path: str | os.PathLike | None) -> bool:
@@ -57,6 +63,41 @@ def writes_in_place(path: str | os.PathLike) -> bool:
     return not stat.S_ISREG(mode) or os.path.abspath(path).startswith(IN_PLACE_ROOTS)
 
 
+def name_problem(path: str | os.PathLike, reserve: int = 0, inside: bool = False) -> str | None:
+    """Why `path` is too long a name for the file system (one of its names over NAME_MAX, its
+    last over NAME_MAX - reserve, the whole over PATH_MAX, less a name's room when `inside`:
+    a folder to write files in), or None. Judged before any work, so that a long name never
+    costs a finished run."""
+    text = os.path.abspath(os.fspath(path))
+    existing = Path(text)
+    while not os.path.exists(existing) and existing != existing.parent:
+        existing = existing.parent
+    name_max = _pathconf(existing, "PC_NAME_MAX", NAME_MAX)
+    path_max = _pathconf(existing, "PC_PATH_MAX", PATH_MAX) - (name_max + 1 if inside else 0)
+    names = [n for n in text.split(os.sep) if n]
+    for i, name in enumerate(names):
+        limit = name_max - (reserve if i == len(names) - 1 else 0)
+        if len(name.encode(errors="surrogateescape")) > limit:
+            return (f"{shortened(os.fspath(path))}: the name {shortened(name)} is too long "
+                    f"({len(name)} characters; at most {limit} here)")
+    if len(text.encode(errors="surrogateescape")) > path_max:
+        return (f"{shortened(os.fspath(path))}: the path is too long ({len(text)} characters; "
+                f"at most {path_max} here)")
+    return None
+
+
+def _pathconf(path: Path, name: str, default: int) -> int:
+    try:
+        return os.pathconf(path, name)
+    except (OSError, ValueError):
+        return default
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """A long name shown so that the line stays one line a person reads."""
+    return text if len(text) <= limit else f"{text[:30]}...{text[-25:]}"
+
+
 def check_output(path: str | os.PathLike, stdout: bool = True) -> str | None:
     """Why `path` cannot take an output, or None if it can; no side effect (a FIFO is not
     opened: that would wait for its reader)."""
@@ -65,6 +106,9 @@ def check_output(path: str | os.PathLike, stdout: bool = True) -> str | None:
         return "an empty path"
     if text == STDOUT:
         return None if stdout else "this output is not text: give a file name, not '-'"
+    problem = name_problem(text, reserve=TEMP_NAME_RESERVE)
+    if problem:
+        return problem
     if os.path.isdir(text):
         return f"{text} is a folder; give a file name"
     if writes_in_place(text):
@@ -114,13 +158,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         return
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target.parent, f".{target.name}.")
+    remove_stale(target.parent, f".{target.name}.")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
                                suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, FILE_MODE & ~_umask())
+        os.chmod(tmp, FILE_MODE & ~umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -140,7 +184,9 @@ def _copy_into(path: str | os.PathLike, source: Path) -> None:
             with open(path, "ab") as out:
                 shutil.copyfileobj(src, out)
     except BrokenPipeError:
-        raise  # the reader has gone: the CLI ends quietly
+        # The reader has gone (`| head -1`): what it did not read it did not want, and the
+        # command goes on to its other outputs (see ccgym/cli.py).
+        return
     except OSError as e:  # /dev/full, a device that refuses: the user's node, the user's error
         raise UserError(f"{os.fspath(path)}: cannot write: {e.strerror}") from None
 
@@ -168,42 +214,6 @@ def atomic_write_json(path: str | os.PathLike, value: object, indent: int | None
         f.write("\n")
 
 
-@contextlib.contextmanager
-def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
-    """A fresh temporary folder beside `path` to fill; when the block ends without an error it
-    takes `path`'s place (a folder there before is removed with everything in it: check first
-    that ccgym owns it). On any error, Ctrl-C included, it is removed and `path` is untouched."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target.parent, f".{target.name}.")
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
-                                suffix=".tmp"))
-    try:
-        yield tmp
-        os.chmod(tmp, FOLDER_MODE & ~_umask())
-        _swap_in(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _swap_in(new: Path, target: Path) -> None:
-    """Renames `new` to `target`, removing an old `target`; signals wait until it is done, so
-    that Ctrl-C never leaves neither folder in place."""
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.rename(target, old)
-            os.rename(new, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(new, target)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
     """tempfile.TemporaryDirectory named for this process (ccgym-KIND-PID-...), removed when the
     block ends; one that a killed process (SIGKILL) leaves is removed by the next ccgym command
@@ -214,14 +224,14 @@ def temporary_folder(kind: str) -> tempfile.TemporaryDirectory:
 def remove_stale_temporaries() -> None:
     """Removes the temporary files and folders (temporary_folder, outputs on their way into a
     pipe) of ccgym processes that are gone."""
-    _remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
+    remove_stale(Path(tempfile.gettempdir()), TEMP_PREFIX, kinds=True)
 
 
 def _temp_prefix(kind: str) -> str:
     return f"{TEMP_PREFIX}{kind}-{os.getpid()}-"
 
 
-def _remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
+def remove_stale(folder: Path, prefix: str, kinds: bool = False) -> None:
     """Removes the entries of `folder` named PREFIX[KIND-]PID-... whose process is gone and
     whose owner is this user: what a killed writer left behind. A process that is alive, or
     another user's, keeps its own."""
@@ -255,16 +265,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def folder_owned(path: str | os.PathLike, owned: Callable[[Path], bool]) -> bool:
-    """Whether `path` is missing, empty, or holds only entries for which owned(entry) holds:
-    a folder a command may replace as a whole."""
-    folder = Path(path)
-    if not folder.is_dir():
-        return not folder.exists()
-    return all(owned(entry) for entry in folder.iterdir())
-
-
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

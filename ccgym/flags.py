@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ccgym import files
+from ccgym import files, folders
 
 # Seeds reach the C++ core as unsigned 64-bit integers, and a run's seeds are seed..seed+runs-1:
 # 32 bits leave room for that and are what a person types.
@@ -28,8 +28,6 @@ MAX_RUNS = 100
 # Search trials and generated traces: larger counts are typos or jobs for a script.
 MAX_TRIALS = 2000
 MAX_TRACES = 10000
-# What a --plots folder holds: figures and the index page that shows them.
-PLOT_FILE_SUFFIXES = (".png", ".svg", ".html")
 
 
 def seed(text: str) -> int:
@@ -85,22 +83,48 @@ def output(suffixes: Sequence[str] = (), stdout: bool = True, what: str = ""):
             raise argparse.ArgumentTypeError(
                 f"{text}: this output is {what or 'a file'}; name it {' or '.join(suffixes)}")
         return Path(text)
+    parse.writes_output = True  # type: ignore[attr-defined]  # see one_standard_output
     return parse
 
 
-def output_file(text: str) -> Path:
-    """A text or JSON file to write (--json OUT), '-' for standard output; see output()."""
-    return output()(text)
+output_file = output()
+output_file.__doc__ = "A text or JSON file to write (--json OUT), '-' for standard output."
+
+
+def one_standard_output(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Why the parsed outputs cannot be written (two of them given '-': their contents would
+    be one stream no reader could split), or None."""
+    given = [flag for dest, flag in _output_flags(parser).items()
+             if files.is_stdout(getattr(args, dest, None))]
+    if len(given) > 1:
+        return (f"{' and '.join(given)} all go to standard output ('-'), where they would run "
+                "together; give a file to all but one")
+    return None
+
+
+def _output_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """{dest: flag} of every output flag (output()'s type) of a parser and its sub-parsers."""
+    found: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.update(_output_flags(sub))
+        elif getattr(action.type, "writes_output", False) and action.option_strings:
+            found[action.dest] = action.option_strings[0]
+    return found
 
 
 def output_folder(text: str) -> Path:
-    """A folder to write into (--plots DIR): an existing folder, or a new one whose nearest
-    existing ancestor is a writable folder (no file in the way)."""
+    """A folder that a command adds new folders to (`ccgym train --out`, its run folders): an
+    existing folder, or a new one whose nearest existing ancestor is a writable folder."""
     path = Path(text).expanduser()
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path")
     if text == files.STDOUT:
         raise argparse.ArgumentTypeError("standard output cannot take a folder; give a folder")
+    problem = files.name_problem(path, inside=True)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     existing = path.resolve()
@@ -113,24 +137,43 @@ def output_folder(text: str) -> Path:
     return path
 
 
-def plots_folder(text: str) -> Path:
-    """A folder of plots (--plots DIR), which the command writes as a whole: new, empty, or
-    one that holds only plots and their index (an earlier --plots), so that replacing it
-    destroys nothing else and leaves no stale plot behind."""
-    path = output_folder(text)
-    resolved = path.resolve()
-    if resolved == Path.cwd().resolve() or resolved in Path.cwd().resolve().parents:
-        raise argparse.ArgumentTypeError(f"{text} is the working folder or holds it; "
-                                         "give a folder of its own")
-    if not files.folder_owned(resolved, _plot_file):
-        raise argparse.ArgumentTypeError(
-            f"{text} holds files other than plots; the plots replace the folder as a whole: "
-            "give a new or empty folder, or one an earlier --plots wrote")
-    return path
+def written_folder(text: str) -> Path:
+    """A folder the command writes (--plots, --logs): what can be judged before --force is
+    known; check_written_folders judges the rest."""
+    path = os.path.expanduser(text)
+    problem = folders.folder_problem(path, force=True)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return Path(path)
 
 
-def _plot_file(entry: Path) -> bool:
-    return entry.is_file() and not entry.is_symlink() and entry.suffix in PLOT_FILE_SUFFIXES
+WRITTEN_FOLDERS = "written_folders"  # the parsed namespace's {dest: flag} of such folders
+
+
+def add_written_folder(parser: argparse.ArgumentParser, *names: str, help: str) -> None:
+    """A flag naming a folder the command writes, under ccgym.folders' one rule for output
+    folders (a folder holding files ccgym did not write is refused), and --force, once per
+    parser, to write into such a folder anyway."""
+    action = parser.add_argument(*names, metavar="DIR", type=written_folder, help=help)
+    declared = dict(parser.get_default(WRITTEN_FOLDERS) or {})
+    declared[action.dest] = action.option_strings[-1]
+    parser.set_defaults(**{WRITTEN_FOLDERS: declared})
+    if "--force" not in parser._option_string_actions:
+        parser.add_argument("--force", action="store_true",
+                            help="write into a folder that holds files ccgym did not write "
+                                 "there: files of the names ccgym writes are replaced, every "
+                                 "other file is kept")
+
+
+def check_written_folders(args: argparse.Namespace) -> str | None:
+    """Why one of the parsed folder flags cannot be written (before any work), or None."""
+    for dest, flag in (getattr(args, WRITTEN_FOLDERS, None) or {}).items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            problem = folders.folder_problem(value, getattr(args, "force", False))
+            if problem:
+                return f"argument {flag}: {problem}"
+    return None
 
 
 def _integer(text: str) -> int:
@@ -155,6 +198,7 @@ def add_row_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", type=output_file,
                         help="write the rows as JSON (a list of objects); '-': standard output "
                              "(the table then goes to standard error)")
-    parser.add_argument("--plots", metavar="DIR", type=plots_folder,
-                        help="write plots and their index.html into DIR, replacing what an "
-                             "earlier --plots wrote there (a folder of other files is refused)")
+    add_written_folder(parser, "--plots",
+                       help="write plots and their index.html into DIR, replacing what an "
+                            "earlier command of ccgym wrote there (a folder holding other "
+                            "files is refused unless --force)")

@@ -1,11 +1,25 @@
-"""SIGTERM handled like Ctrl-C, for commands that start processes (Ray, the UDP endpoints)."""
+"""Ctrl-C before a verb's work starts, and SIGTERM handled like Ctrl-C, for commands that start
+processes (Ray, the UDP endpoints). Imports stay light: the console script imports this module
+first of all (ccgym/console.py)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+
+INTERRUPTED_STATUS = 130  # what a shell reports for a process ended by SIGINT
+
+
+def quit_interrupted(signum: int, frame: object) -> None:
+    """SIGINT while there is nothing to clean up (modules being imported, the command line
+    parsed): "ccgym VERB: interrupted" and exit status 130 at once, with no traceback."""
+    verb = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1].isalpha() else ""
+    os.write(2, f"ccgym{' ' + verb if verb else ''}: interrupted\n".encode())
+    os._exit(INTERRUPTED_STATUS)
 
 
 @contextmanager

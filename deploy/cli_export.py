@@ -22,6 +22,8 @@ from ccgym.files import atomic_path, check_not_input, check_output
 from ccgym.policies import packaged_policies
 from ccgym.policies.policy_path import resolve_policy_path
 
+ONNX_SUFFIX = ".onnx"
+
 # The check's run: a mid-grid link, long enough for the recurrent state to settle.
 CHECK_LINK = "rate_mbps=12,delay_ms=20"
 CHECK_STEPS = 300
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a run folder (its policy.pt), a policy .pt file or a packaged policy's "
                              "name (`ccgym policies`)")
     parser.add_argument("-o", "--output", metavar="OUT.onnx",
-                        type=flags.output((".onnx",), stdout=False, what="an ONNX model"),
+                        type=flags.output((ONNX_SUFFIX,), stdout=False, what="an ONNX model"),
                         help="where to write (default: policy.onnx beside the policy); a name "
                              "that does not end in .onnx is refused")
     parser.add_argument("--no-check", action="store_true",
@@ -45,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.policies.lstm import LstmPolicy
 
     source = resolve_policy_path(args.policy)
+    if source.suffix.lower() == ONNX_SUFFIX:
+        raise UserError(f"{source} is already ONNX (it runs as lstm:{source}); give a run "
+                        "folder or a .pt policy to export")
     try:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.policy}: a packaged policy, whose ONNX export ships beside it "
                         f"({packaged_policies.shipped_onnx(source)}); give -o OUT.onnx to export it again")
     # -o was checked as it was parsed (flags.output); the default lies beside the source.
-    output = Path(args.output) if args.output else source.with_suffix(".onnx")
+    output = Path(args.output) if args.output else source.with_suffix(ONNX_SUFFIX)
     problem = check_output(output, stdout=False)
     if problem:
         raise UserError(f"cannot write the ONNX model: {problem} (give -o OUT.onnx)")

@@ -55,6 +55,7 @@ from ccgym.emulators.links import Link
 from ccgym.envs.scoring import Run, aggregate, check_run_length
 from ccgym.errors import UserError
 from ccgym.files import human_stream, temporary_folder
+from ccgym.folders import output_folder
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.measure.metrics import omniscient, summarize
 
@@ -84,24 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true",
                         help="also run the same link and scheme in the simulator (--link only)")
     flags.add_row_outputs(parser)
-    parser.add_argument("--logs", metavar="DIR", type=flags.output_folder,
-                        help="keep the endpoints' logs (sender.tsv, receiver.tsv, *.stderr) in DIR")
+    flags.add_written_folder(parser, "--logs",
+                             help="keep the endpoints' logs (sender.tsv, receiver.tsv, "
+                                  "*.stderr) in DIR, also when the run fails")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 @contextlib.contextmanager
-def log_folder(keep: str | os.PathLike | None) -> Iterator[Path]:
+def log_folder(keep: str | os.PathLike | None, force: bool = False) -> Iterator[Path]:
+    """Where the endpoints write their logs: put in --logs DIR when the run ends, also when it
+    fails (a run that wrote nothing leaves no folder), else removed."""
     if keep:
-        path = Path(keep)
-        created = not path.exists()
-        path.mkdir(parents=True, exist_ok=True)
-        try:
+        with output_folder(keep, force, keep_on_error=True) as path:
             yield path
-        except BaseException:
-            # A run that failed before writing any log leaves no empty folder behind.
-            if created and not any(path.iterdir()):
-                path.rmdir()
-            raise
     else:
         with temporary_folder("run") as tmp:
             yield Path(tmp)
@@ -138,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows: list[dict[str, Any]] = []
     runs: list[Run] = []
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         schemes = resolve_scheme(args.scheme, workdir)
         if args.simulate and schemes.simulator is None:
             raise UserError(f"--simulate: {args.scheme} has no PyTorch policy beside it "
@@ -162,28 +158,53 @@ def run(args: argparse.Namespace) -> int:
                duration_s=real.duration_ms / 1000.0, seed=args.seed)
     if args.remote:
         row.update(capacity_mbps=None, utilization=None)  # unknown, not zero
+    else:
+        _mark_fidelity(row, real, link)
     rows.append(row)
     runs.append(Run(link, args.scheme, args.seed, real.duration_ms, metrics,
                     real.log.columns(), real.opportunities_ms))
     if args.simulate:
         assert schemes.simulator is not None
-        simulated = run_scheme(link, schemes.simulator, [args.seed], real.duration_ms)
-        name = f"{args.scheme} (simulated)"
-        sim_row = aggregate(link, name, [simulated[0].metrics])
-        sim_row.update(mode="simulated", clock="virtual", duration_s=real.duration_ms / 1000.0,
-                       seed=args.seed)
+        sim_row, sim_run = _simulated(link, args.scheme, schemes.simulator, args.seed,
+                                      real.duration_ms)
         rows.append(sim_row)
-        runs.append(Run(link, name, args.seed, real.duration_ms, simulated[0].metrics,
-                        simulated[0].log, simulated[0].opportunities_ms))
+        runs.append(sim_run)
 
     out = human_stream(args.json)
     print(format_leaderboard(rows), file=out)
+    _print_notes(rows, out)
     if args.remote:
         print(f"one-way delays are RTT-based (clocks not synchronized): the smallest is taken "
               f"as half the minimum RTT, {real.min_rtt_ms:.2f} ms; the path's capacity is unknown",
               file=out)
-    write_outputs(rows, runs, args.json, args.plots)
+    write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0
+
+
+def _simulated(link: Link, scheme: str, simulator: str, seed: int,
+               duration_ms: float) -> tuple[dict[str, Any], Run]:
+    """--simulate: the same link, scheme and seed in the simulator, as long as the real run."""
+    [simulated] = run_scheme(link, simulator, [seed], duration_ms)
+    name = f"{scheme} (simulated)"
+    row = aggregate(link, name, [simulated.metrics])
+    row.update(mode="simulated", clock="virtual", duration_s=duration_ms / 1000.0, seed=seed)
+    return row, Run(link, name, seed, duration_ms, simulated.metrics, simulated.log,
+                    simulated.opportunities_ms)
+
+
+def _mark_fidelity(row: dict[str, Any], real: Any, link: Link) -> None:
+    """The relay's lateness in a real-time row, and a note where it was too late for the row
+    to measure the link (RealRun.relay_problem): such a row is no result to compare."""
+    row["relay_late_ms"] = real.relay_late_ms
+    problem = real.relay_problem(_core.parse_link_spec(link.spec).delay_ms)
+    if problem:
+        row["note"] = problem
+
+
+def _print_notes(rows: list[dict[str, Any]], out: Any) -> None:
+    for row in rows:
+        if row.get("note"):
+            print(f"{row['scheme']}: {row['note']}", file=out)
 
 
 def _run_through_shell(args: argparse.Namespace, link) -> int:
@@ -197,7 +218,7 @@ def _run_through_shell(args: argparse.Namespace, link) -> int:
     if args.simulate:
         raise UserError("--simulate: a kernel scheme has no simulated twin (compare with "
                         "`ccgym eval --schemes cubic --against cubic` etc.)")
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         senders = [name if is_kernel_scheme(name) else resolve_scheme(name, workdir).sender
                    for name in names]
         real = run_in_shell(link.spec, senders, args.duration_s, args.seed, workdir,
@@ -215,7 +236,7 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
     names = [args.scheme, args.against]
     if args.remote:
         raise UserError("--against runs both flows through an emulated link: give --link")
-    with sigterm_as_interrupt(), log_folder(args.logs) as workdir:
+    with sigterm_as_interrupt(), log_folder(args.logs, args.force) as workdir:
         resolved = []
         for i, name in enumerate(names):  # each learned policy exported into its own folder
             folder = workdir / f"flow{i}"
@@ -224,6 +245,7 @@ def _run_against_relay(args: argparse.Namespace, link) -> int:
         real = run_emulated(link.spec, [s.sender for s in resolved], args.duration_s, args.seed,
                             workdir, progress=not args.no_progress)
     row, run = _real_row(link, names, real, mode="real-time", clock=real.clock, seed=args.seed)
+    _mark_fidelity(row, real, link)
     # The senders start together as fast as the machine lets them: where they did start.
     row["starts_ms"] = flow_starts_ms(real.log.columns())
     rows, runs = [row], [run]
@@ -276,9 +298,10 @@ def _report(args: argparse.Namespace, link, real: Any, rows: list[dict[str, Any]
                                                       delay)])
     out = human_stream(args.json)
     print(format_leaderboard([bound, *rows]), file=out)
+    _print_notes(rows, out)
     for flow in rows[0].get("flows", []):
         print(f"flow {flow['flow']}: {flow['scheme']}: {flow['share'] * 100:.1f}% of the "
               f"throughput, {flow['throughput_mbps']:.2f} Mbit/s", file=out)
     if "jain_index" in rows[0]:
         print(f"Jain's fairness index: {rows[0]['jain_index']:.3f}", file=out)
-    write_outputs([bound, *rows], runs, args.json, args.plots)
+    write_outputs([bound, *rows], runs, args.json, args.plots, args.force)

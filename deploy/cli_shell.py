@@ -21,15 +21,17 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from ccgym import flags
 import numpy as np
 
+from ccgym import flags
 from ccgym.analysis.leaderboard import format_leaderboard
 from ccgym.deploy.harness import _die_with_parent
 from ccgym.deploy.shell import link_shell
@@ -38,18 +40,21 @@ from ccgym.emulators.link_names import resolve_link
 from ccgym.envs.scoring import aggregate
 from ccgym.errors import UserError
 from ccgym.files import temporary_folder
+from ccgym.folders import output_folder
 from ccgym.interrupts import interrupt_after, sigterm_as_interrupt
 from ccgym.measure.logs import packet_log_from_shell, read_tsv_log, shell_flow_names
 from ccgym.measure.metrics import omniscient, summarize
 
 LINK_CHECK_S = 0.5
+LOG_FILE = "shell.tsv"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", metavar="SPEC", required=True,
                         help="the link, e.g. rate_mbps=12,delay_ms=20 (data direction: out of the shell)")
-    parser.add_argument("--log", metavar="DIR",
-                        help="write the per-packet log to DIR/shell.tsv and print each flow's figures")
+    flags.add_written_folder(parser, "--log",
+                             help="write the per-packet log to DIR/shell.tsv and print each "
+                                  "flow's figures")
     parser.add_argument("--seed", type=flags.seed, default=1,
                         help="seed of the link's randomness: loss, Poisson deliveries (default 1)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
@@ -61,17 +66,25 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         command = [os.environ.get("SHELL") or "/bin/sh"]
     link = resolve_link(args.link)
-    log_dir = Path(args.log) if args.log else None
-    if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-    with sigterm_as_interrupt(), temporary_folder("shell") as tmp:
-        workdir = log_dir or Path(tmp)
-        log_path = workdir / "shell.tsv" if log_dir else None
+    with sigterm_as_interrupt(), _work_folder(args.log, args.force) as workdir:
+        log_path = workdir / LOG_FILE if args.log else None
         with link_shell(link.spec, args.seed, log_path, workdir) as shell:
             status = _run_inside(shell, command)
-    if log_path is not None:
-        _print_flows(log_path, link, args.seed)
+    if args.log is not None:
+        _print_flows(args.log / LOG_FILE, link, args.seed)
     return status
+
+
+@contextlib.contextmanager
+def _work_folder(log: Path | None, force: bool) -> Iterator[Path]:
+    """--log DIR (by ccgym.folders' rule for output folders, kept also when the run fails), else
+    a temporary folder for the link's own files."""
+    if log is None:
+        with temporary_folder("shell") as tmp:
+            yield Path(tmp)
+    else:
+        with output_folder(log, force, keep_on_error=True) as path:
+            yield path
 
 
 def _run_inside(shell, command: list[str]) -> int:

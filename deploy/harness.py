@@ -30,6 +30,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ccgym.emulators import _core
+from ccgym.envs.scoring import check_not_external
 from ccgym.errors import UserError
 from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from_endpoints,
                                  read_tsv_log)
@@ -169,6 +170,14 @@ def processes() -> Iterator[list[Process]]:
             process.stop()
 
 
+# The relay's lateness beyond which a real-time run is marked as not measuring the link: on a
+# busy 2-core machine a 12 Mbit/s run is about 1 ms late on average, 100 Mbit/s 9 ms,
+# 10 Gbit/s (which loopback cannot carry: 1-2 Gbit/s got through) about 100 ms.
+RELAY_LATE_MAX_MS = 5.0
+RELAY_LATE_FRACTION = 0.25
+RELAY_LATE_LINE = re.compile(r"data: forwarded late by ([0-9.]+) ms on average")
+
+
 @dataclass
 class RealRun:
     """A finished real run: its packet log on the sender's clock, and the link's delivery
@@ -179,6 +188,20 @@ class RealRun:
     opportunities_ms: np.ndarray
     clock: str  # "synchronized" (one host) or "rtt-based"
     min_rtt_ms: float = float("nan")
+    # How late the relay (ccgym-link) forwarded data after the link released it, ms, on
+    # average: the emulation's fidelity (nan without a relay). See relay_problem.
+    relay_late_ms: float = float("nan")
+
+    def relay_problem(self, delay_ms: float) -> str | None:
+        """Why the run measured this machine rather than the link (the relay could not keep
+        up), or None: it forwarded later, on average, than RELAY_LATE_MAX_MS or
+        RELAY_LATE_FRACTION of the link's one-way delay."""
+        limit = max(RELAY_LATE_MAX_MS, RELAY_LATE_FRACTION * delay_ms)
+        if not self.relay_late_ms > limit:
+            return None
+        return (f"the relay could not keep up: it forwarded data {self.relay_late_ms:.1f} ms "
+                f"late on average (more than {limit:g} ms), so these figures measure this "
+                "machine, not the link; try a lower rate or a less busy machine")
 
 
 def _sender_args(dest: str, scheme: str, duration_s: float, seed: int, log: Path) -> list[str]:
@@ -248,7 +271,13 @@ def run_emulated(link_spec: str, sender_scheme: str | Sequence[str], duration_s:
     shift_ms = _link_origin_ms(relay.stderr()) - origin_ms
     opportunities = _core.opportunities(link_spec, duration_ms - shift_ms, seed) + shift_ms
     opportunities = opportunities[(opportunities >= 0) & (opportunities < duration_ms)]
-    return RealRun(log, duration_ms, opportunities, "synchronized")
+    return RealRun(log, duration_ms, opportunities, "synchronized",
+                   relay_late_ms=_relay_late_ms(relay.stderr()))
+
+
+def _relay_late_ms(stderr: str) -> float:
+    match = RELAY_LATE_LINE.search(stderr)
+    return float(match.group(1)) if match else float("nan")
 
 
 def _on_one_clock(parts: Sequence[tuple[PacketLog, float]]) -> PacketLog:
@@ -297,6 +326,7 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         raise UserError("--scheme oracle needs to know the link's future: it runs only in "
                         "the simulator (ccgym eval)")
     if prefix != "lstm":
+        check_not_external(scheme, "--scheme")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:

@@ -20,13 +20,14 @@ import argparse
 import sys
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ccgym import flags
 from ccgym.emulators import _core, link_names
 from ccgym.emulators import links as links_mod
 from ccgym.errors import UserError
-from ccgym.files import atomic_write_json, check_not_input, is_stdout
+from ccgym.files import atomic_write_json, check_not_input, human_stream, is_stdout
+from ccgym.folders import output_folder
 
 # Statistics of a generated delivery process are taken over this much of it.
 GENERATED_STATS_DURATION_S = 60.0
@@ -76,8 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "random walk reflected within a range, on/off outages, "
                                    "Poisson deliveries; its time-average is --mean-mbps. "
                                    "Prints the paths written.")
-    p.add_argument("--out", required=True, type=flags.output_folder, metavar="DIR",
-                   help="folder to write into (created if missing)")
+    flags.add_written_folder(p, "--out",
+                             help="folder to write the traces into (created if missing; "
+                                  "what an earlier command of ccgym wrote there is replaced, "
+                                  "a folder holding other files refused unless --force)")
     p.add_argument("--count", type=flags.count(1, flags.MAX_TRACES), default=1, metavar="N",
                    help="number of traces, seeds K, K+1, ... (default 1)")
     p.add_argument("--mean-mbps", type=float, default=DEFAULT_GENERATE_MEAN_MBPS, metavar="X",
@@ -106,16 +109,17 @@ def run(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- listing
 
-def _print_table(header: list[str], rows: list[list[str]], right: Collection[int] = ()) -> None:
+def _print_table(header: list[str], rows: list[list[str]], right: Collection[int] = (),
+                 file: TextIO | None = None) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         parts = [c.rjust(w) if i in right else c.ljust(w)
                  for i, (c, w) in enumerate(zip(cells, widths))]
         return "  ".join(parts).rstrip()
-    print(line(header))
+    print(line(header), file=file)
     for row in rows:
-        print(line(row))
+        print(line(row), file=file)
 
 
 def _list_sets() -> int:
@@ -201,9 +205,7 @@ def _show(args: argparse.Namespace) -> int:
     results = [{"name": link.name, "group": link.group, "spec": link.spec,
                 "source": link.source, "statistics": link_statistics(link, args.seed)}
                for link in links]
-    if is_stdout(args.json):
-        _write_json(args.json, {"links": results})
-        return 0
+    out = human_stream(args.json)  # the table goes to standard error under --json -
     rows = []
     for r in results:
         s = r["statistics"]
@@ -213,13 +215,14 @@ def _show(args: argparse.Namespace) -> int:
                      f"{s['min_rtt_ms']:g}", f"{s['bdp_packets']:.1f}",
                      _describe_process(s["process"])])
     _print_table(["LINK", "MEAN", "P5", "P50", "P95", "OUTAGE%", "MIN_RTT", "BDP", "DELIVERY"],
-                 rows, right=set(range(1, 8)))
+                 rows, right=set(range(1, 8)), file=out)
     print(f"\nrates in Mbit/s; P5/P50/P95 and OUTAGE% (no delivery) over "
           f"{WINDOW_MS:g} ms windows; MIN_RTT = 2 x one-way delay, ms; "
-          "BDP in 1500-byte packets")
+          "BDP in 1500-byte packets", file=out)
     if args.json is not None:
         _write_json(args.json, {"links": results})
-        print(f"wrote {args.json}")
+        if not is_stdout(args.json):
+            print(f"wrote {args.json}", file=out)
     return 0
 
 
@@ -246,21 +249,23 @@ def _generate(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UserError(f"{flag} {value:g}: {str(e).split(': ', 1)[-1]}") from None
 
-    written = []
+    names = []
     seeds = range(args.seed, args.seed + args.count)
-    for seed in tqdm(seeds, desc="generating traces", unit="trace", file=sys.stderr,
-                     disable=args.count < PROGRESS_MIN_COUNT):
-        stem = f"cellular-{args.mean_mbps:g}mbps-seed{seed}"
-        for suffix, mean, stream in ((TRACE_SUFFIX_DATA, args.mean_mbps, generate.DATA_STREAM),
-                                     (TRACE_SUFFIX_ACK, ack_mean, generate.ACK_STREAM)):
-            try:
-                stamps = generate.generate_cellular_trace(mean, args.duration_s, seed,
-                                                          stream=stream)
-                written.append(generate.write_trace(args.out / (stem + suffix), stamps))
-            except ValueError as e:
-                raise UserError(str(e)) from None
-            except OSError as e:
-                raise UserError(f"--out {args.out}: cannot write: {e.strerror}") from None
-    for path in written:
-        print(path)
+    try:
+        with output_folder(args.out, args.force) as folder:
+            for seed in tqdm(seeds, desc="generating traces", unit="trace", file=sys.stderr,
+                             disable=args.count < PROGRESS_MIN_COUNT):
+                stem = f"cellular-{args.mean_mbps:g}mbps-seed{seed}"
+                for suffix, mean, stream in ((TRACE_SUFFIX_DATA, args.mean_mbps,
+                                              generate.DATA_STREAM),
+                                             (TRACE_SUFFIX_ACK, ack_mean, generate.ACK_STREAM)):
+                    stamps = generate.generate_cellular_trace(mean, args.duration_s, seed,
+                                                              stream=stream)
+                    names.append(generate.write_trace(folder / (stem + suffix), stamps).name)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"--out {args.out}: cannot write: {e.strerror}") from None
+    for name in names:
+        print(args.out / name)
     return 0

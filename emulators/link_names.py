@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ccgym.emulators import _core
-from ccgym.emulators.links import (LINK_SET_SUFFIX, TRACE_KEYS, Link, data_dir, expand_data,
-                                   load_link_set, packaged_link_sets, read_link_set_info)
+from ccgym.emulators.links import (LINK_SET_SUFFIX, TRACE_KEYS, Link, check_link_name,
+                                   data_dir, expand_data, load_link_set, packaged_link_sets,
+                                   read_link_set_info)
 from ccgym.errors import UserError
 
 
@@ -137,6 +138,8 @@ def link_from_spec(spec_text: str, where: str = "--link") -> Link:
     except ValueError as e:
         raise UserError(f"{where}: {e}") from None
     canonical = parsed.to_string()
+    if parsed.name:
+        check_link_name(parsed.name, where)
     name = parsed.name or _trace_name(canonical) or canonical
     return Link(name=name, group="command-line", spec=canonical, source="--link")
 

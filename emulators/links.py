@@ -66,8 +66,11 @@ SYNTHETIC_MODELS = ("cellular",)
 SYNTHETIC_REQUIRED = ("mean_mbps", "seed")
 SYNTHETIC_DEFAULT_DURATION_S = 60
 
-# A link name goes into spec strings, file names and leaderboards: keep it to a safe alphabet.
+# A link name goes into spec strings, file names and leaderboards: keep it to a safe alphabet,
+# and short enough that a plot's file name (NAME__SCHEME__throughput.png) fits a file system's
+# 255 bytes with room for the scheme.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+MAX_LINK_NAME = 100
 _DATA_VAR_RE = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -292,6 +295,13 @@ def check_competitor(scheme: str, where: str) -> None:
                         "lists them)") from None
 
 
+def check_link_name(name: str, where: str) -> None:
+    """A UserError for a name too long to name a link (see MAX_LINK_NAME)."""
+    if len(name) > MAX_LINK_NAME:
+        raise UserError(f"{where}: the link's name is {len(name)} characters; at most "
+                        f"{MAX_LINK_NAME} (it names plot files and leaderboard rows)")
+
+
 def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str, str]:
     """(name, source, spec text) of one [[link]] table; every check short of the C++ parser."""
     where = _link_label(path, index, table)
@@ -304,6 +314,7 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise UserError(f"{where}: 'name' must be a string of letters, digits and . _ + -, "
                         f"got {name!r}")
+    check_link_name(name, where)
     source = table.get("source", "")
     if not isinstance(source, str):
         raise UserError(f"{where}: 'source' must be a string")

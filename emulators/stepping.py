@@ -25,6 +25,9 @@ class Slot:
     flow: int
     link: Link
     seed: int
+    # The run's length, ms; None: the link's default (its trace once, else 30 s). A scheme
+    # that plans over the run (the oracle) plans over this one.
+    duration_ms: float | None = None
 
 
 class SteppedScheme(Protocol):

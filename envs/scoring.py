@@ -22,6 +22,7 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_facts import default_duration_ms
 from ccgym.emulators.links import Link
 from ccgym.emulators.stepping import Slot, SteppedScheme, run_stepped
+from ccgym.envs.competitors import EXTERNAL
 from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics, omniscient, summarize
 
@@ -46,6 +47,15 @@ def stepped_scheme_factory(scheme: str) -> Callable[[], SteppedScheme] | None:
     return lambda: factory(argument)
 
 
+def check_not_external(scheme: str, flag: str) -> None:
+    """A UserError for `external`, which the core runs (as a window nothing sets) but no verb
+    should score or send with: it is the learned flow's slot."""
+    if scheme.split(":")[0] == EXTERNAL:
+        raise UserError(f"{flag}: {scheme} is the learned flow's slot (its window is set from "
+                        "outside), not a scheme to run; give lstm:RUN_DIR|FILE for a learned "
+                        "policy")
+
+
 def validate_simulated_schemes(schemes: Sequence[str], others: Sequence[str] = ()) -> None:
     """UserError for a scheme the simulator cannot run; others: what else the caller accepts,
     for the message."""
@@ -54,6 +64,7 @@ def validate_simulated_schemes(schemes: Sequence[str], others: Sequence[str] = (
         if factory is not None:
             factory()  # loads its files now: a bad one fails before any run, not midway
             continue
+        check_not_external(scheme, "--schemes")
         try:
             _core.validate_scheme(scheme)
         except ValueError as e:
@@ -124,7 +135,8 @@ def run_flows_stepped(sims: Sequence[Any], links: Sequence[Link], seeds: Sequenc
     it, and ends with its stop."""
     cohorts = []
     for flow, (start_ms, stop_ms) in spans.items():
-        slots = [Slot(sim, flow, link, seed) for sim, link, seed in zip(sims, links, seeds)]
+        slots = [Slot(sim, flow, link, seed, duration_ms)
+                 for sim, link, seed in zip(sims, links, seeds)]
         stepped = factory()
         stepped.reset(slots)
         cohorts.append((start_ms, stop_ms, stepped, slots))

@@ -31,7 +31,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from ccgym import flags
-from ccgym.emulators.links import load_link_set
+from ccgym.emulators.links import check_link_name, load_link_set
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream
 from ccgym.measure import calibrate as cal
@@ -77,13 +77,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def link_name(args: argparse.Namespace) -> str:
+    """The calibrated link's name, checked before any work as every link's name is (a long
+    one would fail the link set's check only after the whole search)."""
     if args.name is not None:
         if not args.name or _NAME_RE.search(args.name) or not args.name[0].isalnum():
             raise UserError(f"--name {args.name!r}: use letters, digits and . _ + - "
                             f"(starting with a letter or digit)")
+        check_link_name(args.name, "--name")
         return args.name
     if args.output is not None:
-        return _NAME_RE.sub("-", Path(args.output).stem).strip("-.+_") or "calibrated"
+        name = _NAME_RE.sub("-", Path(args.output).stem).strip("-.+_") or "calibrated"
+        check_link_name(name, f"-o {args.output} (the link's name; give a shorter --name)")
+        return name
     return "calibrated"
 
 

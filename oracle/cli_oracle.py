@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from ccgym import flags
 from ccgym.emulators.link_names import add_link_arguments, input_files, resolve_links
+from ccgym.envs.scoring import check_run_length, link_duration_ms
 from ccgym.files import atomic_write_json, check_not_input, human_stream
 from ccgym.oracle.ideal import OracleSummary, summarize_link
 
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     check_not_input(args.json, input_files(links, args.links), "--json")
     duration_ms = None if args.duration_s is None else args.duration_s * 1000.0
 
+    for link in links:  # as `ccgym eval` checks them: a run too short to measure is refused
+        check_run_length(link, link_duration_ms(link, args.duration_s))
     summaries = []
     for link in tqdm(links, desc="oracle", unit="link", disable=args.no_progress, leave=False):
         summaries.append(summarize_link(link.name, link.spec, args.seed, duration_ms))

@@ -25,7 +25,8 @@ class OracleScheme:
         self._shares: list[int] = []
 
     def reset(self, slots: Sequence[Slot]) -> None:
-        self._ideals = [ideal_window(slot.link.spec, slot.seed) for slot in slots]
+        self._ideals = [ideal_window(slot.link.spec, slot.seed, slot.duration_ms)
+                        for slot in slots]
         flows_per_sim = Counter(id(slot.sim) for slot in slots)
         self._shares = [flows_per_sim[id(slot.sim)] for slot in slots]
 

@@ -13,6 +13,7 @@ It costs the members' decision time together. Example:
 from __future__ import annotations
 
 import argparse
+import os
 
 from ccgym import flags
 from ccgym.errors import UserError
@@ -38,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give two or more policies to average")
     members = []
     sources = [resolve_policy_path(argument, "") for argument in args.policies]
+    for i, source in enumerate(sources):
+        for argument, earlier in zip(args.policies, sources[:i]):
+            if os.path.samefile(source, earlier):
+                raise UserError(f"{args.policies[i]} and {argument} are one policy "
+                                f"({source}): an ensemble of a policy with itself is that "
+                                "policy, at twice the cost; give each member once")
     check_not_input(args.output, sources, "-o")
     for source in sources:
         try:

@@ -7,23 +7,27 @@ its range is refused with one line naming the scheme, the parameter and the rang
 baseline. Examples:
 
   ccgym schemes
-  ccgym schemes --json > schemes.json
+  ccgym schemes --json schemes.json
+  ccgym schemes --json - | jq '.[].name'
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 
+from ccgym import flags
+from ccgym.files import STDOUT, atomic_write_json, human_stream
 from ccgym.policies.schemes import Scheme, scheme_catalog
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true",
-                        help="print the catalog as JSON instead, for scripts: a list of schemes "
-                             "(name, summary, params: name, default, help, range, min, max, "
-                             "min_open, max_open; null min or max: unbounded)")
+    parser.add_argument("--json", metavar="OUT", type=flags.output_file, nargs="?",
+                        const=STDOUT,
+                        help="also write the catalog as JSON to OUT, for scripts ('-' or no "
+                             "OUT: standard output, the list then going to standard error): "
+                             "a list of schemes (name, summary, params: name, default, help, "
+                             "range, min, max, min_open, max_open; null min or max: unbounded)")
 
 
 def describe(scheme: Scheme) -> list[str]:
@@ -37,9 +41,9 @@ def describe(scheme: Scheme) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     catalog = scheme_catalog()
-    if args.json:
-        print(json.dumps([dataclasses.asdict(s) for s in catalog], indent=2))
-        return 0
+    out = human_stream(args.json)
     for scheme in catalog:
-        print("\n".join(describe(scheme)))
+        print("\n".join(describe(scheme)), file=out)
+    if args.json is not None:
+        atomic_write_json(args.json, [dataclasses.asdict(s) for s in catalog])
     return 0

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ccgym.errors import UserError
+from ccgym.files import name_problem
 from ccgym.policies import packaged_policies
 
 POLICY_FILE = "policy.pt"  # in a run folder (train/run_folder.py): the best policy so far
@@ -31,6 +32,9 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
         raise UserError(f"{what} give a run folder, a policy file or a packaged policy's name, "
                         "e.g. lstm:runs/NAME or lstm:generalist")
     path = Path(text).expanduser()
+    problem = name_problem(path)
+    if problem:
+        raise UserError(f"{what}{problem}")
     if not path.exists() and packaged_policies.is_name(text):
         if text in packaged_policies.names():
             policy = packaged_policies.find(text, what)

@@ -19,6 +19,7 @@ validation links. Examples:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,25 @@ def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
     return format_leaderboard(rows)
 
 
+def _train(config, folder: RunFolder, args: argparse.Namespace, extend: bool,
+           progress: bool):
+    """The training loop in the run folder; Ctrl-C says how to go on, and a failure before
+    the first iteration ended removes a new folder (nothing in it to resume from: it would
+    only mislead `ccgym report` and lstm:runs/NAME, which take the newest run)."""
+    from ccgym.train.loop import train
+
+    try:
+        return train(config, folder.path, resume=bool(args.resume), extend=extend,
+                     progress=progress)
+    except KeyboardInterrupt:
+        print(f"interrupted; continue with: ccgym train --resume {folder.path}", file=sys.stderr)
+        raise
+    except Exception:
+        if not args.resume and not folder.checkpoint.exists():
+            shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+
+
 def run(args: argparse.Namespace) -> int:
     if args.describe_config:
         print(describe_config(), end="")
@@ -120,7 +140,6 @@ def run(args: argparse.Namespace) -> int:
     if changes:
         config = with_overrides(config, **changes)
 
-    from ccgym.train.loop import train
     from ccgym.train.registry import trainer_class
     from ccgym.train.validation import check_config
 
@@ -135,12 +154,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"run folder: {folder.path}")
 
     progress = not args.no_progress
-    try:
-        state = train(config, folder.path, resume=bool(args.resume),
-                      extend="run.iterations" in changes, progress=progress)
-    except KeyboardInterrupt:
-        print(f"interrupted; continue with: ccgym train --resume {folder.path}", file=sys.stderr)
-        raise
+    state = _train(config, folder, args, extend="run.iterations" in changes, progress=progress)
     best_iteration = state.early_stopping.best_iteration
     best = next((h for h in state.history if int(h["iteration"]) == best_iteration), None)
     if best is not None:

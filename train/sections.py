@@ -14,9 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
-from ccgym.config_fields import NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, rule
+from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, is_count,
+                                 is_number, rule)
 from ccgym.emulators._core import STEP_MS
 from ccgym.envs.competitors import NONE, STARTS, parse_entry
+from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -26,8 +28,28 @@ LinkEntries = str | list[str]
 FRACTION = rule(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
 DECAY = DISCOUNT = rule(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
 WORKERS = rule(lambda v: v >= 0, "must be 0 (serial) or more")
-NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v,
-            "must be letters, digits and . _ + - (no '__')")
+# A run's name, seed and start time name its folder: short enough for any file system's 255
+# bytes (NAME__SEED__YYYYmmdd-HHMMSS-N), checked before the folder is made.
+MAX_RUN_NAME = 100
+NAME = rule(lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", v) and "__" not in v
+            and len(v) <= MAX_RUN_NAME,
+            f"must be letters, digits and . _ + - (no '__'), at most {MAX_RUN_NAME} of them")
+SEED = rule(lambda v: is_count(v) and v <= MAX_SEED, f"must be an integer in 0..{MAX_SEED}")
+# Sizes that allocate: beyond these a value is a typo (an extra zero) that would ask for more
+# memory than a machine has (hidden_size 100000: 160 GB of LSTM weights and their gradients).
+MAX_HIDDEN_SIZE = 1024  # Indigo used 32; 1024 units are 17 MB of weights
+MAX_NUM_ENVS = 4096     # episodes in one vectorized environment; the configs use 8-10
+HIDDEN_SIZE = rule(lambda v: is_count(v) and 1 <= v <= MAX_HIDDEN_SIZE,
+                   f"must be an integer in 1..{MAX_HIDDEN_SIZE} (LSTM units; a larger model "
+                   "is a typo here)")
+NUM_ENVS = EPISODES = rule(lambda v: is_count(v) and 1 <= v <= MAX_NUM_ENVS,
+                           f"must be an integer in 1..{MAX_NUM_ENVS}")
+MAX_THREADS = 256  # threads of one process: more than any machine here has cores
+THREADS = rule(lambda v: is_count(v) and 1 <= v <= MAX_THREADS,
+               f"must be an integer in 1..{MAX_THREADS}")
+RUNS = rule(lambda v: is_count(v) and 1 <= v <= MAX_RUNS, f"must be an integer in 1..{MAX_RUNS}")
+EPISODE_MS = rule(lambda v: is_number(v) and 0 < v <= MAX_DURATION_S * 1000,
+                  f"must be in (0, {MAX_DURATION_S * 1000:g}] ms (an hour)")
 ALGORITHM = rule(lambda v: v in TRAINERS, f"must be one of {', '.join(TRAINERS)}")
 LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
@@ -55,7 +77,7 @@ class RunSection:
     name: str = described("dagger", "The run's name: the first part of its folder "
                           "runs/<name>__<seed>__<time>/.", NAME)
     seed: int = described(1, "Seeds everything: the links each rollout worker draws, mixing "
-                          "coins, weights, shuffles.", NON_NEGATIVE)
+                          "coins, weights, shuffles.", SEED)
     workers: int = described(2, "Parallel rollout workers (Ray tasks or env runners, one CPU "
                              "each); 0 runs rollouts in-process, serially.", WORKERS)
     ray_address: str = described("", '"" starts Ray on this machine with `workers` CPUs; '
@@ -68,13 +90,13 @@ class RunSection:
     min_delta: float = described(1e-3, "The least change of a watched figure that counts as "
                                  "progress.", NON_NEGATIVE)
     num_envs: int = described(8, "Episodes stepped together in one vectorized environment (one "
-                              "rollout task, or one env runner's slots).", POSITIVE)
+                              "rollout task, or one env runner's slots).", NUM_ENVS)
     episode_ms: float = described(10_000.0, "Length of one episode, ms of simulated time (a "
-                                  "multiple of the step, 10 ms).", POSITIVE)
+                                  "multiple of the step, 10 ms).", EPISODE_MS)
     env_threads: int = described(1, "Simulator threads inside one vectorized environment; 1 "
-                                 "when Ray already uses the cores.", POSITIVE)
+                                 "when Ray already uses the cores.", THREADS)
     torch_threads: int = described(1, "Torch threads of the trainer; a 32-unit LSTM gains "
-                                   "nothing from more and loses to overhead.", POSITIVE)
+                                   "nothing from more and loses to overhead.", THREADS)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """What a single field's rule cannot say: (key, "must ...") when broken."""
@@ -188,7 +210,7 @@ class CurriculumSection:
 class ModelSection:
     """The LSTM policy (policies/lstm.py)."""
 
-    hidden_size: int = described(32, "LSTM units (Indigo used 32).", POSITIVE)
+    hidden_size: int = described(32, "LSTM units (Indigo used 32).", HIDDEN_SIZE)
     head: str = described("classes", 'What the policy outputs: "classes", a logit per action '
                           'learned by cross-entropy, or "log_change", the log window change '
                           "learned by squared error, the action then the one whose change is "
@@ -214,7 +236,7 @@ class EvalSection:
     duration_s: float = described(10.0, "Simulated seconds of each validation run during "
                                   "training (0: each link's default, a trace once, else 30 s, "
                                   "as ccgym eval runs it).", NON_NEGATIVE)
-    runs: int = described(1, "Runs (seeds) per validation link.", POSITIVE)
+    runs: int = described(1, "Runs (seeds) per validation link.", RUNS)
     baselines: list[str] = described(["cubic", "bbr", "vegas", "copa", "fixed:20"],
                                      "Baselines of the final leaderboard and the "
                                      "eval/best_baseline_score reference line.")
@@ -251,7 +273,7 @@ class DaggerSection:
     """DAgger's own keys (train/dagger.py)."""
 
     rollouts_per_iteration: int = described(16, "Episodes rolled out per iteration, each on a "
-                                            "training link drawn at random.", POSITIVE)
+                                            "training link drawn at random.", EPISODES)
     beta0: float = described(1.0, "Probability of executing the expert's action at iteration "
                              "2, multiplied by beta_decay every later iteration (iteration 1 "
                              "always follows the expert: there is no policy yet).", PROBABILITY)

@@ -34,7 +34,8 @@ def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float 
     ends = [link_duration_ms(link, duration_s) for link in links]
     runs_of = [(link, s) for link in links for s in seeds]
     sims = [_core.Simulator(link.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], s) for link, s in runs_of]
-    slots = [Slot(sim, 0, link, s) for sim, (link, s) in zip(sims, runs_of)]
+    slots = [Slot(sim, 0, link, s, end) for sim, (link, s), end in
+             zip(sims, runs_of, [end for end in ends for _ in seeds])]
     scheme = LstmScheme.from_policy(policy)
     scheme.reset(slots)
     # The Poisson traces end at 60 s, att-lte-driving at 786 s: each simulation stops at its own.

@@ -120,3 +120,15 @@ def test_a_figure_follows_its_name(tmp_path):
     assert svg.startswith("<?xml") and "<text" in svg  # text kept as text: small files
     plots.plot_tradeoff({"a": [(50.0, 5.0)]}, None, tmp_path / "plane.png")
     assert (tmp_path / "plane.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_long_scheme_or_link_name_still_makes_a_file_name_that_fits(tmp_path):
+    """lstm:<a long path> or a long spec as the link's name: each part of a plot's file name
+    is cut (with a hash of the whole, so two long names stay two files) and the file is
+    written."""
+    long_path = "lstm:" + "/".join(["d" * 60] * 5) + "/policy.pt"
+    slugs = {plots.file_slug(long_path), plots.file_slug(long_path.replace("policy", "other"))}
+    assert len(slugs) == 2 and all(len(s) <= plots.MAX_SLUG for s in slugs)
+    name = f"{plots.file_slug('x' * 300)}__{plots.file_slug(long_path)}__throughput.png"
+    assert len(name) <= 255
+    (tmp_path / name).write_bytes(b"")  # the file system takes it

@@ -248,4 +248,23 @@ def test_a_large_plots_folder_embeds_its_planes_and_links_the_rest(tmp_path):
     page = parse(out)
     assert len(page.images) == 3  # the planes
     assert "../plots/index.html" in page.links
-    assert f"{len(names)} figures, too many to embed" in out.read_text()
+    assert f"{MAX_EMBEDDED_PLOTS} more figures, too many to embed, are not in this page" \
+        in out.read_text()
+
+
+def test_each_figure_once_when_rows_and_their_plots_folder_are_reported(tmp_path):
+    """eval --json ROWS --plots DIR, then report ROWS DIR: the leaderboard section draws each
+    link's plane, so the plots folder's copy of it is not embedded a second time."""
+    set_file = tmp_path / "set.toml"
+    set_file.write_text('group = "g"\ndescription = "two"\n' + "".join(
+        f'[[link]]\nname = "l{r}"\nrate_mbps = {r}\ndelay_ms = 20\n' for r in (6, 12)))
+    rows, plots, out = tmp_path / "rows.json", tmp_path / "plots", tmp_path / "r.html"
+    assert main(["eval", "--links", str(set_file), "--schemes", "fixed:20", "--duration-s", "1",
+                 "--no-progress", "--json", str(rows), "--plots", str(plots)]) == 0
+    assert main(["report", str(rows), str(plots), "-o", str(out)]) == 0
+    images = parse(out).images
+    # Two planes drawn by the report, and the folder's throughput and delay figures.
+    planes = sorted(plots.glob("*__tradeoff.png"))
+    others = [p for p in plots.glob("*.png") if p not in planes]
+    assert len(images) == len(planes) + len(others) == 2 + 4
+    assert len(set(images)) == len(images)  # and no figure twice

@@ -23,6 +23,12 @@ def make_bad_files(folder: Path) -> Path:
     (folder / "short.trace").write_text("0\n1\n2\n3\n")
     (folder / "a-file").write_text("in the way\n")
     (folder / "a-folder").mkdir()
+    mine = folder / "my-photos"  # a folder of the user's own files, names ccgym writes among them
+    mine.mkdir()
+    for name in ("holiday.png", "index.html", "sender.tsv", "shell.tsv",
+                 "cellular-6mbps-seed0.down"):
+        (mine / name).write_text(f"the user's {name}\n")
+    (folder / "my-photos-link").symlink_to(mine)
     return folder
 
 
@@ -33,6 +39,7 @@ def files(tmp_path: Path) -> Path:
 
 LINK = "rate_mbps=12,delay_ms=20"
 EVAL = ["eval", "--link", LINK, "--schemes", "vegas", "--duration-s", "1", "--no-progress"]
+LONG = "x" * 300  # over any file system's 255 bytes for a name
 
 # (argv with {d} for the files folder, text the error must contain)
 CASES = {
@@ -47,8 +54,10 @@ CASES = {
                           "not a readable ONNX model"),
     "export empty policy": (["export", "{d}/empty.pt"], "empty file"),
     "export corrupt policy": (["export", "{d}/garbage.pt"], "not a readable ccgym policy"),
-    "ensemble empty policy": (["ensemble", "{d}/empty.pt", "{d}/empty.pt", "-o", "{d}/e.pt"],
-                              "empty file"),
+    "ensemble empty policy": (["ensemble", "{d}/empty.pt", "{d}/garbage.pt", "-o",
+                               "{d}/e.pt"], "empty file"),
+    "ensemble one policy twice": (["ensemble", "{d}/garbage.pt", "{d}/./garbage.pt", "-o",
+                                   "{d}/e.pt"], "are one policy"),
     # TOML files that are not text, or empty.
     "eval binary link set": (["eval", "--links", "{d}/binary.toml"], "binary.toml"),
     "train binary config": (["train", "{d}/binary.toml"], "binary.toml"),
@@ -98,6 +107,14 @@ CASES = {
                               "given twice"),
     "eval flow after the end": ([*EVAL, "--flows", "2", "--interval-s", "5"],
                                 "the last flow would start at 5 s"),
+    "eval interval without a second flow": ([*EVAL, "--interval-s", "5"], "one flow"),
+    "eval scheme external": (["eval", "--link", LINK, "--schemes", "external"],
+                             "the learned flow's slot"),
+    "run scheme external": (["run", "--link", LINK, "--scheme", "external"],
+                            "the learned flow's slot"),
+    "calibrate two outputs on standard output": (["calibrate", "{d}/none.json", "-o", "-",
+                                                  "--json", "-"], "standard output"),
+    "export of an onnx model": (["export", "{d}/garbage.onnx"], "already ONNX"),
     "eval zero flows": ([*EVAL, "--flows", "0"], "--flows"),
     "eval run shorter than the link's RTTs": (["eval", "--link", "trace={d}/short.trace,delay_ms=20"],
                                               "shorter than 2 minimum RTTs"),
@@ -122,13 +139,53 @@ CASES = {
     "receive bind elsewhere": (["receive", "--port", "9", "--bind", "192.0.2.1"], "192.0.2.1"),
     "receive bind a name": (["receive", "--port", "9", "--bind", "no-such-host.invalid"],
                             "no-such-host.invalid"),
+    # Names and sizes: checked before any work, so a mistake never costs a finished run.
+    "eval json of a 300-character name": ([*EVAL, "--json", f"{{d}}/{LONG}.json"], "too long"),
+    "eval plots of a 300-character name": ([*EVAL, "--plots", f"{{d}}/{LONG}"], "too long"),
+    "report output of a 300-character name": (["report", "{d}/a-file", "-o",
+                                               f"{{d}}/{LONG}.html"], "too long"),
+    "eval trace of a 300-character name": (["eval", "--link", f"trace={{d}}/{LONG},delay_ms=5"],
+                                           "too long"),
+    "eval lstm: of a 300-character name": (["eval", "--link", LINK, "--schemes",
+                                            f"lstm:{{d}}/{LONG}.pt"], "too long"),
+    "train config of a 300-character name": (["train", f"{{d}}/{LONG}.toml"], "too long"),
+    "run lstm: of a 300-character name": (["run", "--link", LINK, "--scheme",
+                                            f"lstm:{{d}}/{LONG}"], "too long"),
+    "eval link name of 240 characters with plots": (
+        ["eval", "--link", f"{LINK},name={'n' * 240}", "--schemes", "vegas", "--plots",
+         "{d}/plots"], "at most 100"),
+    "train hidden size of 100000": (["train", "--set", "model.hidden_size=100000", "--out",
+                                     "{d}/runs"], "hidden_size: must be an integer in 1..1024"),
+    "train run name of 300 characters": (["train", "--set", f"run.name={LONG}", "--out",
+                                          "{d}/runs"], "at most 100"),
+    "calibrate link name of 200 characters": (["calibrate", "{d}/none.json", "--name",
+                                               "c" * 200], "at most 100"),
+    "calibrate output of a 200-character name": (["calibrate", "{d}/none.json", "-o",
+                                                  f"{{d}}/{'c' * 200}.toml"], "at most 100"),
+    "train eval runs of 1000": (["train", "--set", "eval.runs=1000"], "1..100"),
+    # Folders of the user's own files: refused, whatever the verb writes into them.
+    "eval plots into the user's folder": ([*EVAL, "--plots", "{d}/my-photos"],
+                                          "holds files ccgym did not write there"),
+    "eval plots into the user's folder by a symlink": (
+        [*EVAL, "--plots", "{d}/my-photos-link"], "holds files ccgym did not write there"),
+    "run logs into the user's folder": (["run", "--link", LINK, "--scheme", "cubic", "--logs",
+                                         "{d}/my-photos"], "--force"),
+    "links generate into the user's folder": (["links", "generate", "--out", "{d}/my-photos"],
+                                              "--force"),
+    "shell log into the user's folder": (["shell", "--link", LINK, "--log", "{d}/my-photos"],
+                                         "--force"),
+    "shell log is a file": (["shell", "--link", LINK, "--log", "{d}/a-file"],
+                            "is a file, not a folder"),
 }
 
 
 # The classes benchmarks/bench_reliability.py counts by: the first whose words a case's name has.
-CLASSES = (("policy files", ("policy", "onnx")), ("TOML files", ("config", "link set")),
+CLASSES = (("names and sizes", ("300-character", "240 characters", "100000", "300 characters",
+                                 "200 characters", "200-character", "runs of 1000")),
+           ("the user's folders", ("user's folder",)),
+           ("policy files", ("policy", "onnx")), ("TOML files", ("config", "link set")),
            ("seeds", ("seed",)), ("counts", ("million",)),
-           ("output paths", ("json", "plots", "logs", "out ", "output", "log in")),
+           ("output paths", ("json", "plots", "logs", "out ", "output", "log in", "log is")),
            ("link specs, traces, durations", ("rate", "delay", "queue", "duration", "trace",
                                               "RTT")),
            ("schemes and flows", ("scheme", "flow")), ("addresses", ("remote", "bind")))

@@ -37,3 +37,11 @@ def test_an_unknown_scheme_lists_what_a_user_can_name(argv, capsys):
     err = capsys.readouterr().err
     assert "unknown scheme 'reno'" in err and "cubic" in err
     assert "external" not in err  # the window a policy drives from outside: not a choice
+
+
+def test_the_top_level_help_names_every_trainer(capsys):
+    from ccgym.train.registry import TRAINERS
+
+    assert cli.main(["--help"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.split()[:1] == ["train"])
+    assert all(name.upper() in line.upper() for name in TRAINERS), line

@@ -1,5 +1,8 @@
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -30,3 +33,31 @@ def test_handlers_kept_puts_back_the_handler_the_block_replaced():
         assert signal.getsignal(signal.SIGTERM) is ours
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+# The console script as it is installed (`ccgym`, pyproject.toml's [project.scripts]), saying
+# when its module is loaded: from then on every moment counts. (Before it, Python itself is
+# starting and finding the package: a few milliseconds that no code of ccgym's can handle.)
+CONSOLE = [sys.executable, "-c", "import sys; from ccgym.console import main; "
+           "sys.stderr.write('loaded\\n'); sys.stderr.flush(); sys.exit(main())"]
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.5])
+def test_ctrl_c_at_any_moment_is_one_line_and_status_130(delay_s: float, tmp_path) -> None:
+    """SIGINT while modules are imported (torch, for train), the command line parsed or the
+    verb at work: "interrupted", exit status 130, never a traceback. A run that finished
+    first exits 0."""
+    argv = [*CONSOLE, "train", "--set", "run.iterations=1", "--set", "run.workers=0",
+            "--out", str(tmp_path / "runs"), "--no-progress", "--no-leaderboard"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert process.stderr is not None
+    assert process.stderr.readline() == b"loaded\n"
+    time.sleep(delay_s)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=600)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert process.returncode in (130, 0), text
+    if process.returncode == 130:
+        assert text.strip().splitlines()[-1].endswith("interrupted"), text

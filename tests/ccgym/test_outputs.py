@@ -16,7 +16,7 @@ from pathlib import Path
 import outputs
 import pytest
 
-from ccgym import files
+from ccgym import files, folders
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="FIFOs, /dev/fd and mounts")
 
@@ -84,9 +84,12 @@ def _eval_plots(folder: Path, *extra: str) -> list[str]:
 
 def test_plots_replace_an_earlier_plots_folder_through_a_symlink(tmp_path) -> None:
     real = tmp_path / "real"
-    real.mkdir()
-    (real / "stale__throughput.png").write_bytes(b"old plot")
     link = tmp_path / "plots"
+    assert outputs.ccgym(_eval_plots(real, "--duration-s", "2")).returncode == 0
+    (real / "stale__throughput.png").write_bytes(b"old plot")
+    listing = real / folders.WRITTEN_LIST  # as if an earlier --plots had written it
+    listing.write_text(listing.read_text().replace(
+        '"entries": [', '"entries": [\n  "stale__throughput.png",'))
     link.symlink_to(real)
     done = outputs.ccgym(_eval_plots(link))
     assert done.returncode == 0, done.stderr

@@ -229,3 +229,25 @@ def test_stopping_a_run_stops_every_process(tmp_path: Path, sig: int, status: in
     while any(alive(pid) for pid in endpoints) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(pid) for pid in endpoints)
+
+
+def test_a_link_faster_than_the_machine_is_marked_as_not_measured(tmp_path: Path) -> None:
+    """10 Gbit/s through a relay on loopback: either the row measures the link (it used most
+    of it), or it says the relay could not keep up; never a low utilization scored silently."""
+    rows = by_scheme(run_cli(tmp_path, "--link", "rate_mbps=10000,delay_ms=20", "--scheme",
+                             "cubic", "--duration-s", "2"))
+    row = rows["cubic"]
+    assert row["relay_late_ms"] >= 0
+    assert row["utilization"] > 0.5 or "the relay could not keep up" in row.get("note", "")
+
+
+def test_the_relay_problem_follows_its_lateness() -> None:
+    from ccgym.deploy.harness import RELAY_LATE_MAX_MS, RealRun
+
+    def run(late_ms: float) -> RealRun:
+        return RealRun(None, 1000.0, np.empty(0), "synchronized", relay_late_ms=late_ms)
+
+    assert run(1.0).relay_problem(delay_ms=20) is None
+    assert run(float("nan")).relay_problem(delay_ms=20) is None  # no relay: a real path
+    assert "could not keep up" in run(RELAY_LATE_MAX_MS + 1).relay_problem(delay_ms=20)
+    assert run(RELAY_LATE_MAX_MS + 1).relay_problem(delay_ms=200) is None  # a quarter of 200

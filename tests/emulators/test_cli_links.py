@@ -157,6 +157,14 @@ def test_show_poisson_process_is_seeded(capsys):
     assert means[0] == means[1] != means[2]
 
 
+def test_show_json_to_standard_output_puts_the_table_on_standard_error(capsys):
+    core()
+    assert main(["links", "show", "rate_mbps=12,delay_ms=10", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["links"][0]["statistics"]["mean_mbps"] == pytest.approx(12, rel=1e-3)
+    assert "MEAN" in captured.err and "rate_mbps=12" in captured.err
+
+
 def test_show_a_packaged_link_by_name(capsys):
     core()
     assert main(["links", "show", "aws-ca-mexico"]) == 0

@@ -53,6 +53,22 @@ def test_json_is_the_catalog(capsys) -> None:
                     "min": 0.0, "max": 1.0, "min_open": True, "max_open": True}
 
 
+def test_json_takes_an_output_as_every_verb_does(tmp_path, capsys) -> None:
+    """--json OUT writes a file; '-' writes standard output and sends the list to standard
+    error, as `eval --json -` does with its table."""
+    out = tmp_path / "schemes.json"
+    assert main(["schemes", "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert [s["name"] for s in json.loads(out.read_text())][0] == scheme_catalog()[0].name
+    assert "cubic:" in captured.out
+    assert main(["schemes", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == json.loads(out.read_text())
+    assert "cubic:" in captured.err
+    assert main(["schemes", "--json", str(tmp_path / "none" / "s.json")]) == 2
+    assert "ccgym schemes: error: argument --json" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("spec, message", [
     ("cubic:beta=1.5", "scheme 'cubic': parameter 'beta' must be in (0, 1), got 1.5"),
     ("ledbat:target_ms=0", "scheme 'ledbat': parameter 'target_ms' must be in (0, 10000], got 0"),
