@@ -325,3 +325,19 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccgym"
+
+
+def find_packaged_file(name_or_path: str, packaged: Sequence[Path], suffix: str, flag: str,
+                       what: str, plural: str) -> Path:
+    """A file from a path, or from the name (stem, `suffix` optional) of one of `packaged`
+    files, e.g. "default" for configs/spaces/default.toml; else a UserError naming `flag`
+    and the packaged names. A path that exists comes first."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    by_name = {p.stem: p for p in packaged}
+    stem = name_or_path.removesuffix(suffix)
+    if stem in by_name and "/" not in name_or_path and os.sep not in name_or_path:
+        return by_name[stem]
+    raise UserError(f"{flag} {name_or_path!r}: no such file and no packaged {what} of that "
+                    f"name; packaged {plural}: {', '.join(sorted(by_name))}")

@@ -9,7 +9,6 @@ packaged set's name, read by ccgym.emulators.links).
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ccgym.emulators.links import (LINK_SET_SUFFIX, TRACE_KEYS, Link, check_link
                                    data_dir, expand_data, load_link_set, packaged_link_sets,
                                    read_link_set_info)
 from ccgym.errors import UserError
+from ccgym.files import find_packaged_file
 
 
 def is_spec(entry: str) -> bool:
@@ -167,15 +167,8 @@ def input_files(links: Sequence[Link], links_flag: str | None = None) -> list[st
 
 def find_link_set(name_or_path: str) -> Path:
     """A link set file from a path, or from the name of a packaged set ("indigo-synthetic")."""
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return path
-    packaged = {p.stem: p for p in packaged_link_sets()}
-    stem = name_or_path.removesuffix(LINK_SET_SUFFIX)
-    if stem in packaged and os.sep not in name_or_path:
-        return packaged[stem]
-    raise UserError(f"--links {name_or_path!r}: no such file and no packaged link set of that "
-                    f"name; packaged sets: {', '.join(sorted(packaged))}")
+    return find_packaged_file(name_or_path, packaged_link_sets(), LINK_SET_SUFFIX, "--links",
+                              "link set", "sets")
 
 
 def add_link_arguments(parser: Any, example: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from ccgym.emulators.links import FIRST_CHOICES, SYNTHETIC_MODELS, check_competitor
 from ccgym.emulators.variants import ACK_PATHS, queue_for_bdps
 from ccgym.errors import UserError
-from ccgym.files import read_toml, unknown_key
+from ccgym.files import find_packaged_file, read_toml, unknown_key
 
 PACKAGED_SPACES_FOLDER = "spaces"  # inside the ccgym.configs package
 SPACE_SUFFIX = ".toml"
@@ -133,15 +133,8 @@ def packaged_spaces() -> list[Path]:
 
 def find_space(name_or_path: str) -> Path:
     """A space file from a path, or from the name of a packaged space ("default")."""
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return path
-    packaged = {p.stem: p for p in packaged_spaces()}
-    stem = name_or_path.removesuffix(SPACE_SUFFIX)
-    if stem in packaged and "/" not in name_or_path:
-        return packaged[stem]
-    raise UserError(f"--space {name_or_path!r}: no such file and no packaged space of that "
-                    f"name; packaged spaces: {', '.join(sorted(packaged))}")
+    return find_packaged_file(name_or_path, packaged_spaces(), SPACE_SUFFIX, "--space", "space",
+                              "spaces")
 
 
 def load_space(path: str | Path) -> LinkSpace:

@@ -22,7 +22,6 @@ from ccgym.emulators import _core
 from ccgym.emulators.link_facts import default_duration_ms
 from ccgym.emulators.links import Link
 from ccgym.emulators.stepping import Slot, SteppedScheme, run_stepped
-from ccgym.envs.competitors import EXTERNAL
 from ccgym.errors import UserError
 from ccgym.measure.metrics import Metrics, omniscient, summarize
 
@@ -50,7 +49,7 @@ def stepped_scheme_factory(scheme: str) -> Callable[[], SteppedScheme] | None:
 def check_not_external(scheme: str, flag: str) -> None:
     """A UserError for `external`, which the core runs (as a window nothing sets) but no verb
     should score or send with: it is the learned flow's slot."""
-    if scheme.split(":")[0] == EXTERNAL:
+    if scheme.split(":")[0] == _core.EXTERNAL_SCHEME:
         raise UserError(f"{flag}: {scheme} is the learned flow's slot (its window is set from "
                         "outside), not a scheme to run; give lstm:RUN_DIR|FILE for a learned "
                         "policy")
