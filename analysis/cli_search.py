@@ -165,13 +165,9 @@ def write_outputs(args: argparse.Namespace, search: found.Search, points: list[f
         title = (f"Where {search.scheme} loses: its gap to the best of "
                  f"{', '.join(search.baselines)} on {len(points)} links of "
                  f"{Path(search.space.path).name} ({search.seeds} seeds each)")
-        plot_search([{"rate_mbps": _rate(p), "delay_ms": p.table["delay_ms"],
-                      "delivery": "cellular" if "synthetic_trace" in p.table
-                      else p.table["delivery"], "gap": p.gap, "kept": p.number in kept_numbers}
-                     for p in points], title, args.plot)
+        plot_search([{"rate_mbps": rate, "delay_ms": p.table["delay_ms"], "delivery": delivery,
+                      "gap": p.gap, "kept": p.number in kept_numbers}
+                     for p in points for rate, delivery in [found.rate_and_delivery(p.table)]],
+                    title, args.plot)
         print(f"wrote {args.plot}", file=out)
 
-
-def _rate(point: found.Point) -> float:
-    trace = point.table.get("synthetic_trace")
-    return float(trace["mean_mbps"] if trace else point.table["rate_mbps"])

@@ -102,11 +102,8 @@ class Search:
         """The seed of trial `number`'s generated trace: distinct for each (seed, trial)."""
         return self.seed * (MAX_TRIALS + 1) + number
 
-    def score(self, link: Link, scheme: str) -> float:
+    def score(self, link: Link, scheme: str, duration_ms: float) -> float:
         """The mean score of the scheme's own flow on the link over the run seeds."""
-        duration_ms = link_duration_ms(link, self.duration_s)
-        check_flow_starts([link], [duration_ms], 1 + len(link.competitors),
-                          self.space.interval_s)
         runs = runs_on_link(link, scheme, link.competitors, self.space.first, self.run_seeds,
                             duration_ms, self.space.interval_s)
         return float(np.mean([_finite(run.metrics.score) for run in runs]))
@@ -117,8 +114,10 @@ class Search:
         table = self.space.draw(trial, f"t{number}", self.trace_seed(number))
         table["name"] = link_name(number, table)
         link = build_links(self.space.path, SEARCH_GROUP, [table])[0]
-        score = self.score(link, self.scheme)
-        baselines = {name: self.score(link, name) for name in self.baselines}
+        duration_ms = link_duration_ms(link, self.duration_s)
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), self.space.interval_s)
+        score = self.score(link, self.scheme, duration_ms)
+        baselines = {name: self.score(link, name, duration_ms) for name in self.baselines}
         return Point(number, table, link, dict(trial.params), score, baselines,
                      time.monotonic() - start)
 
@@ -127,12 +126,19 @@ def _finite(score: float) -> float:
     return score if math.isfinite(score) else SCORE_FLOOR
 
 
+def rate_and_delivery(table: dict[str, Any]) -> tuple[float, str]:
+    """A drawn link's mean rate (Mbit/s) and delivery process ("cellular" for a generated
+    trace)."""
+    trace = table.get("synthetic_trace")
+    if trace:
+        return float(trace["mean_mbps"]), "cellular"
+    return float(table["rate_mbps"]), table["delivery"]
+
+
 def link_name(number: int, table: dict[str, Any]) -> str:
     """A found link's name: the trial and what sets the link apart, e.g.
     t12-cellular-37.2mbps-8.5ms-2bdp-beside-bbr."""
-    trace = table.get("synthetic_trace")
-    delivery = "cellular" if trace else table["delivery"]
-    rate = trace["mean_mbps"] if trace else table["rate_mbps"]
+    rate, delivery = rate_and_delivery(table)
     queue = table["queue"]
     parts = [f"t{number}", delivery, f"{rate:g}mbps", f"{table['delay_ms']:g}ms",
              "inf-queue" if queue == "infinite" else f"{queue.rpartition('=')[2]}pkts"]

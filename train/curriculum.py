@@ -12,7 +12,6 @@ configured one less its competitors: space.toml) stay in the run folder.
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -99,4 +98,4 @@ def mix(train_specs: Sequence[str], found: Sequence[str], weight: float) -> list
 def share(train_specs: Sequence[str], found: Sequence[str], weight: float) -> float:
     """The share of episodes on found links that mix() gives."""
     mixed = mix(train_specs, found, weight)
-    return (len(mixed) - len(train_specs)) / len(mixed) if mixed else math.nan
+    return (len(mixed) - len(train_specs)) / len(mixed)  # a run always has training links
