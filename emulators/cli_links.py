@@ -229,8 +229,6 @@ def _show(args: argparse.Namespace) -> int:
 def _write_json(path: Path, value: Any) -> None:
     try:
         atomic_write_json(path, value)
-    except BrokenPipeError:
-        raise  # the reader has gone: the CLI ends quietly
     except OSError as e:
         raise UserError(f"--json {path}: cannot write: {e.strerror}") from None
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from ccgym.errors import UserError
 from ccgym.files import read_toml, toml_value
-from ccgym.policies.packaged_policies import FOLDER, PackagedPolicy, find
+from ccgym.policies.packaged_policies import FOLDER, SUFFIXES, PackagedPolicy, find
 from ccgym.train.run_folder import MACHINE_FILE, RunFolder
 
 # Two links every card is checked on: one of the deployment example, one far from it
@@ -233,10 +233,16 @@ def package(args: argparse.Namespace) -> Path:
             card["figures"] = extra_figures(Path(args.figures))
         (stage / f"{policy.name}.toml").write_text(card_text(card))
         out.mkdir(parents=True, exist_ok=True)
-        for suffix in (".pt", ".onnx", ".toml"):
-            shutil.copyfile(stage / f"{policy.name}{suffix}", out / f"{policy.name}{suffix}.new")
-        for suffix in (".pt", ".onnx", ".toml"):
-            (out / f"{policy.name}{suffix}.new").replace(out / f"{policy.name}{suffix}")
+        news = [out / f"{policy.name}{suffix}.new" for suffix in SUFFIXES]
+        try:  # all three copied beside the old before any replaces it
+            for suffix, new in zip(SUFFIXES, news):
+                shutil.copyfile(stage / f"{policy.name}{suffix}", new)
+        except BaseException:
+            for new in news:
+                new.unlink(missing_ok=True)
+            raise
+        for suffix, new in zip(SUFFIXES, news):
+            new.replace(out / f"{policy.name}{suffix}")
     return out / f"{policy.name}.toml"
 
 
