@@ -322,9 +322,9 @@ constexpr std::array<OpName, 8> kOps{{{"MatMul", OpKind::kMatMul, true},
                                       {"Log", OpKind::kLog, false}}};
 
 std::string op_names() {
-  std::string out;
-  for (const OpName& op : kOps) out += (out.empty() ? "" : ", ") + std::string(op.name);
-  return out;
+  std::vector<std::string> names;
+  for (const OpName& op : kOps) names.emplace_back(op.name);
+  return join(names);
 }
 
 // A tensor's place in the runner's one buffer, and its shape.

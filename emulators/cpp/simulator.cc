@@ -16,7 +16,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 double shared_ack_jitter_ms(const LinkSpec& link) {
-  const double packet_ms = kOpportunityBytes * 8 / 1000.0 / mean_rate_mbps(link.data);
+  const double rate_mbps = mean_rate_mbps(link.data);
+  if (!(rate_mbps > 0)) return 0;  // an unlimited link has no delivery grid to phase-lock to
+  const double packet_ms = kOpportunityBytes * 8 / 1000.0 / rate_mbps;
   return std::min(kSharedAckJitterPackets * packet_ms, kSharedAckJitterMaxMs);
 }
 
