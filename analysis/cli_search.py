@@ -30,7 +30,8 @@ from ccgym.analysis.cli_eval import parse_schemes
 from ccgym.analysis.coexist import check_shared
 from ccgym.analysis.evaluate import validate_schemes
 from ccgym.deploy.shell import is_kernel_scheme
-from ccgym.emulators.link_space import DEFAULT_SPACE, find_space, load_space
+from ccgym.emulators.link_space import (DEFAULT_SPACE, find_space, load_space,
+                                        rate_and_delivery)
 from ccgym.emulators.links import load_link_set
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream
@@ -167,7 +168,7 @@ def write_outputs(args: argparse.Namespace, search: found.Search, points: list[f
                  f"{Path(search.space.path).name} ({search.seeds} seeds each)")
         plot_search([{"rate_mbps": rate, "delay_ms": p.table["delay_ms"], "delivery": delivery,
                       "gap": p.gap, "kept": p.number in kept_numbers}
-                     for p in points for rate, delivery in [found.rate_and_delivery(p.table)]],
+                     for p in points for rate, delivery in [rate_and_delivery(p.table)]],
                     title, args.plot)
         print(f"wrote {args.plot}", file=out)
 

@@ -22,11 +22,10 @@ import numpy as np
 
 from ccgym.analysis.coexist import runs_on_link
 from ccgym.emulators.link_facts import DEFAULT_DURATION_MS
-from ccgym.emulators.link_space import LinkSpace
+from ccgym.emulators.link_space import LinkSpace, trace_seed
 from ccgym.emulators.links import Link, build_links, link_set_text
 from ccgym.envs.scoring import MIN_RUN_RTTS, check_flow_starts, link_duration_ms
 from ccgym.errors import UserError
-from ccgym.flags import MAX_TRIALS
 
 DEFAULT_BASELINES = ("cubic", "bbr", "vegas", "copa")
 SEARCH_GROUP = "search"
@@ -55,7 +54,7 @@ class Point:
 
     @property
     def gap(self) -> float:
-        return self.baselines[self.best_baseline] - self.score
+        return gap_to_best(self.baselines, self.score)
 
     def to_dict(self) -> dict[str, Any]:
         return {"trial": self.number, "link": self.link.name, "spec": self.link.spec,
@@ -98,21 +97,13 @@ class Search:
             raise UserError(f"{space.path}: interval_s {space.interval_s:g}: the second flow "
                             f"would start after the run's end ({shortest_s:g} s)")
 
-    def trace_seed(self, number: int) -> int:
-        """The seed of trial `number`'s generated trace: distinct for each (seed, trial)."""
-        return self.seed * (MAX_TRIALS + 1) + number
-
     def score(self, link: Link, scheme: str, duration_ms: float) -> float:
-        """The mean score of the scheme's own flow on the link over the run seeds."""
-        runs = runs_on_link(link, scheme, link.competitors, self.space.first, self.run_seeds,
-                            duration_ms, self.space.interval_s)
-        return float(np.mean([_finite(run.metrics.score) for run in runs]))
+        return mean_score(link, scheme, self.space, self.run_seeds, duration_ms)
 
     def point(self, number: int, trial: Any) -> Point:
         """Trial `number`: a link drawn by `trial`, scored for the scheme and each baseline."""
         start = time.monotonic()
-        table = self.space.draw(trial, f"t{number}", self.trace_seed(number))
-        table["name"] = link_name(number, table)
+        table = self.space.draw(trial, f"t{number}", trace_seed(self.seed, number))
         link = build_links(self.space.path, SEARCH_GROUP, [table])[0]
         duration_ms = link_duration_ms(link, self.duration_s)
         check_flow_starts([link], [duration_ms], 1 + len(link.competitors), self.space.interval_s)
@@ -122,32 +113,23 @@ class Search:
                      time.monotonic() - start)
 
 
+def gap_to_best(baselines: dict[str, float], score: float) -> float:
+    """Genet's gap: the best baseline's score minus the scheme's; above 0 where some classic
+    scheme does better."""
+    return max(baselines.values()) - score
+
+
+def mean_score(link: Link, scheme: str, space: LinkSpace, seeds: Sequence[int],
+               duration_ms: float) -> float:
+    """The mean score of the scheme's own flow on a link drawn from `space` over `seeds`,
+    beside the link's competitors started as the space says."""
+    runs = runs_on_link(link, scheme, link.competitors, space.first, seeds, duration_ms,
+                        space.interval_s)
+    return float(np.mean([_finite(run.metrics.score) for run in runs]))
+
+
 def _finite(score: float) -> float:
     return score if math.isfinite(score) else SCORE_FLOOR
-
-
-def rate_and_delivery(table: dict[str, Any]) -> tuple[float, str]:
-    """A drawn link's mean rate (Mbit/s) and delivery process ("cellular" for a generated
-    trace)."""
-    trace = table.get("synthetic_trace")
-    if trace:
-        return float(trace["mean_mbps"]), "cellular"
-    return float(table["rate_mbps"]), table["delivery"]
-
-
-def link_name(number: int, table: dict[str, Any]) -> str:
-    """A found link's name: the trial and what sets the link apart, e.g.
-    t12-cellular-37.2mbps-8.5ms-2bdp-beside-bbr."""
-    rate, delivery = rate_and_delivery(table)
-    queue = table["queue"]
-    parts = [f"t{number}", delivery, f"{rate:g}mbps", f"{table['delay_ms']:g}ms",
-             "inf-queue" if queue == "infinite" else f"{queue.rpartition('=')[2]}pkts"]
-    if table.get("loss"):
-        parts.append(f"loss{table['loss']:g}")
-    if "ack_delivery" in table or "ack_synthetic_trace" in table:
-        parts.append("own-ack")
-    parts += [f"beside-{c}" for c in table.get("competitors", [])]
-    return "-".join(parts)
 
 
 Progress = Callable[[Point], None]
@@ -205,6 +187,4 @@ def replay_command(search: Search, found: str) -> str:
              "--runs", str(search.seeds)]
     if search.duration_s is not None:
         words += ["--duration-s", f"{search.duration_s:g}"]
-    if search.space.has_competitors:
-        words += ["--first", search.space.first, "--interval-s", f"{search.space.interval_s:g}"]
-    return " ".join(words)
+    return " ".join(words + search.space.start_flags())

@@ -1,4 +1,5 @@
-"""List link sets, show a link's statistics, generate synthetic cellular traces.
+"""List link sets, show a link's statistics, generate synthetic cellular traces, draw a random
+family of links from a link space.
 
 examples:
   ccgym links                                   the packaged link sets
@@ -7,6 +8,8 @@ examples:
   ccgym links show rate_mbps=12,delivery=poisson,delay_ms=20
   ccgym links show --links pantheon-calibrated --json stats.json
   ccgym links generate --out traces/ --count 8 --mean-mbps 10
+  ccgym links sample --count 40 --seed 7 -o family.toml
+  ccgym eval --links family.toml --schemes lstm:generalist,cubic,bbr,vegas,copa --seed 101 --runs 2
 
 A link set (--links, SET) is a TOML file or the name of a packaged one (configs/links/). A
 link spec is key=value,... with the keys of emulators/cpp/spec.hh, e.g.
@@ -26,7 +29,7 @@ from ccgym import flags
 from ccgym.emulators import _core, link_names
 from ccgym.emulators import links as links_mod
 from ccgym.errors import UserError
-from ccgym.files import atomic_write_json, check_not_input, human_stream, is_stdout
+from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream, is_stdout
 from ccgym.folders import output_folder
 
 # Statistics of a generated delivery process are taken over this much of it.
@@ -93,6 +96,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_GENERATE_DURATION_S:g})")
     p.add_argument("--seed", type=flags.seed, default=0, metavar="K", help="first seed (default 0)")
 
+    p = sub.add_parser("sample",
+                       help="draw links at random from a link space, as a link set",
+                       description="Draw --count links at random from a link space (the space "
+                                   "`ccgym search` searches; configs/spaces/default.toml "
+                                   "documents its keys): each value independently, a range's "
+                                   "uniformly on its scale (a log range in the logarithm), a "
+                                   "list's choices alike. Writes them as a link set every verb "
+                                   "takes (--links), each link with its competitor; the same "
+                                   "--seed gives the same links, a larger --count the same "
+                                   "first ones. A space's competitor start (first, interval_s) "
+                                   "is not a link's: the file's comment gives the `ccgym eval` "
+                                   "flags that start them as the space says.")
+    p.add_argument("--space", metavar="SPACE",
+                   help="the link space: a TOML file or a packaged space's name (default: the "
+                        "packaged default space)")
+    p.add_argument("--count", type=flags.count(1, flags.MAX_TRIALS), required=True, metavar="N",
+                   help="how many links to draw")
+    p.add_argument("--seed", type=flags.seed, default=1, metavar="K",
+                   help="the draw's seed (default 1)")
+    p.add_argument("-o", "--output", metavar="FAMILY.toml", required=True,
+                   type=flags.output((".toml",), what="a TOML link set"),
+                   help="write the links as a link set ('-': standard output)")
+
 
 def run(args: argparse.Namespace) -> int:
     command = getattr(args, "links_command", None)
@@ -104,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return _show(args)
     if command == "generate":
         return _generate(args)
+    if command == "sample":
+        return _sample(args)
     raise AssertionError(f"unhandled links command {command!r}")
 
 
@@ -266,4 +294,22 @@ def _generate(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: cannot write: {e.strerror}") from None
     for name in names:
         print(args.out / name)
+    return 0
+
+
+# ---------------------------------------------------------------- sample
+
+def _sample(args: argparse.Namespace) -> int:
+    from ccgym.emulators import link_space  # numpy, which `ccgym links list` does without
+
+    space_path = link_space.find_space(args.space or link_space.DEFAULT_SPACE)
+    check_not_input(args.output, [str(space_path)], "-o")
+    space = link_space.load_space(space_path)
+    with atomic_path(args.output) as tmp:
+        tmp.write_text(link_space.sample_link_set(space, args.count, args.seed, str(args.output)))
+        links_mod.load_link_set(tmp)  # the file must be a link set every verb accepts
+    print(f"wrote {args.output}: {args.count} links drawn at random from {space_path} (seed "
+          f"{args.seed}); score schemes on them with: "
+          f"{link_space.sample_eval_command(space, str(args.output))}",
+          file=human_stream(args.output))
     return 0

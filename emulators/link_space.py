@@ -6,10 +6,11 @@ buffer in BDPs, loss and the variability of generated cellular traces; a list fo
 process, the ACK path and the competitor. configs/spaces/default.toml documents every key.
 
 A drawn link is a [[link]] table of the link-set form (emulators/links.py), so the links a
-search finds are written as a link set that every verb reads back to the same links. Drawing
-asks a `trial` for each value (`suggest_float(name, low, high, log=...)` and
-`suggest_categorical(name, choices)`, as an Optuna trial has them), so the sampler decides and
-this module needs no sampler of its own.
+search finds, or a family drawn at random (`ccgym links sample`), are written as a link set that
+every verb reads back to the same links. Drawing asks a `trial` for each value
+(`suggest_float(name, low, high, log=...)` and `suggest_categorical(name, choices)`, as an
+Optuna trial has them): a search's sampler decides where to look, and UniformDraws draws each
+value at random, on its range's scale.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ccgym.emulators.links import FIRST_CHOICES, SYNTHETIC_MODELS, check_competitor
+from ccgym.emulators.links import (FIRST_CHOICES, SYNTHETIC_MODELS, check_competitor,
+                                   link_set_text)
 from ccgym.emulators.variants import ACK_PATHS, queue_for_bdps
 from ccgym.errors import UserError
 from ccgym.files import find_packaged_file, read_toml, unknown_key
+from ccgym.flags import MAX_TRIALS
 
 PACKAGED_SPACES_FOLDER = "spaces"  # inside the ccgym.configs package
 SPACE_SUFFIX = ".toml"
@@ -88,14 +91,21 @@ class LinkSpace:
     def has_competitors(self) -> bool:
         return any(c != NO_COMPETITOR for c in self.competitors)
 
-    def draw(self, trial: Any, name: str, trace_seed: int) -> dict[str, Any]:
-        """A [[link]] table named `name`, each value asked of `trial`; a generated trace
-        drawn with `trace_seed`."""
+    def start_flags(self) -> list[str]:
+        """The `ccgym eval` flags that start the flows of a link drawn from this space as the
+        space says (a link set holds each link's competitors, not when they start)."""
+        if not self.has_competitors:
+            return []
+        return ["--first", self.first, "--interval-s", f"{self.interval_s:g}"]
+
+    def draw(self, trial: Any, label: str, trace_seed: int) -> dict[str, Any]:
+        """A [[link]] table, each value asked of `trial`, named `label` and what sets the link
+        apart (link_name); a generated trace drawn with `trace_seed`."""
         rate = self.ranges["rate_mbps"].draw(trial, "rate_mbps")
         delay = self.ranges["delay_ms"].draw(trial, "delay_ms")
         delivery = trial.suggest_categorical("delivery", list(self.deliveries))
         ack = trial.suggest_categorical("ack", list(self.acks))
-        table: dict[str, Any] = {"name": name, "source": "", "delay_ms": delay}
+        table: dict[str, Any] = {"name": label, "source": "", "delay_ms": delay}
         if delivery == "cellular":
             trace = {"model": SYNTHETIC_MODELS[0], "mean_mbps": rate, "seed": trace_seed,
                      "duration_s": self.trace_s,
@@ -117,11 +127,102 @@ class LinkSpace:
         competitor = trial.suggest_categorical("competitor", list(self.competitors))
         if competitor != NO_COMPETITOR:
             table["competitors"] = [competitor]
+        table["name"] = link_name(label, table)
         return table
 
 
 def _rounded(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+
+
+def trace_seed(seed: int, number: int) -> int:
+    """The seed of the generated trace of link `number` (at most MAX_TRIALS) drawn under
+    `seed`: distinct for each (seed, number)."""
+    return seed * (MAX_TRIALS + 1) + number
+
+
+def rate_and_delivery(table: dict[str, Any]) -> tuple[float, str]:
+    """A drawn link's mean rate (Mbit/s) and delivery process ("cellular" for a generated
+    trace)."""
+    trace = table.get("synthetic_trace")
+    if trace:
+        return float(trace["mean_mbps"]), "cellular"
+    return float(table["rate_mbps"]), table["delivery"]
+
+
+def link_name(label: str, table: dict[str, Any]) -> str:
+    """A drawn link's name: its label (a search's trial, a family's index) and what sets the
+    link apart, e.g. t12-cellular-37.2mbps-8.5ms-27pkts-beside-bbr."""
+    rate, delivery = rate_and_delivery(table)
+    queue = table["queue"]
+    parts = [label, delivery, f"{rate:g}mbps", f"{table['delay_ms']:g}ms",
+             "inf-queue" if queue == "infinite" else f"{queue.rpartition('=')[2]}pkts"]
+    if table.get("loss"):
+        parts.append(f"loss{table['loss']:g}")
+    if "ack_delivery" in table or "ack_synthetic_trace" in table:
+        parts.append("own-ack")
+    parts += [f"beside-{c}" for c in table.get("competitors", [])]
+    return "-".join(parts)
+
+
+# ---------------------------------------------------------------- a random family
+
+SAMPLE_GROUP = "sample"
+SAMPLE_LABEL = "r"  # a sampled link's name starts r0, r1, ...
+
+
+class UniformDraws:
+    """A trial, as LinkSpace.draw asks one, that draws each value independently at random from
+    a seeded stream: a range's uniformly on its scale (a log range uniformly in the
+    logarithm), a list's choices alike."""
+
+    def __init__(self, rng: Any) -> None:  # a numpy Generator
+        self.rng = rng
+        self.params: dict[str, Any] = {}
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
+        if log:
+            value = math.exp(self.rng.uniform(math.log(low), math.log(high)))
+        else:
+            value = self.rng.uniform(low, high)
+        self.params[name] = value = min(max(float(value), low), high)
+        return value
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        self.params[name] = value = choices[int(self.rng.integers(len(choices)))]
+        return value
+
+
+def sample_tables(space: LinkSpace, count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` links drawn at random from the space, as [[link]] tables r0, r1, ...: the same
+    seed gives the same links, and a larger count the same first ones."""
+    import numpy as np  # `ccgym links list` does without it
+
+    if not 1 <= count <= MAX_TRIALS:  # beyond it, two links' traces would share a seed
+        raise ValueError(f"count must be in 1..{MAX_TRIALS}, got {count}")
+    rng = np.random.default_rng(seed)
+    return [space.draw(UniformDraws(rng), f"{SAMPLE_LABEL}{number}", trace_seed(seed, number))
+            for number in range(count)]
+
+
+def sample_eval_command(space: LinkSpace, path: str) -> str:
+    """The `ccgym eval` command that scores schemes on a family drawn from the space and written
+    at `path`, its competitors started as the space says."""
+    return " ".join(["ccgym eval --links", path, "--schemes SCHEMES --seed 101 --runs 2",
+                     *space.start_flags()])
+
+
+def sample_link_set(space: LinkSpace, count: int, seed: int, path: str) -> str:
+    """`count` links drawn at random from the space (sample_tables) as a link set to be written
+    at `path`; its comment says how it was drawn and how to score schemes on it."""
+    tables = sample_tables(space, count, seed)
+    for number, table in enumerate(tables):
+        table["source"] = f"ccgym links sample, seed {seed}: link {number} of {space.path.name}"
+    comment = (f"{count} links drawn at random from {space.path} by\nccgym links sample "
+               f"--space {space.path} --count {count} --seed {seed}\nSchemes scored on them "
+               f"(a competitor starting as the space says):\n{sample_eval_command(space, path)}")
+    description = f"{count} links drawn at random from {space.path.name} (seed {seed})"
+    return link_set_text(SAMPLE_GROUP, description, tables, comment)
 
 
 # ---------------------------------------------------------------- reading

@@ -58,8 +58,9 @@ def test_a_constant_link_with_a_clean_ack_path_and_an_infinite_buffer() -> None:
     choices = {**CELLULAR_OWN_ACK, "delivery": "constant", "ack": "clean", "buffer": "infinite",
                "loss": 0.0, "competitor": "none"}
     table = space.draw(optuna.trial.FixedTrial(choices), "plain", trace_seed=5)
-    assert table == {"name": "plain", "source": "", "delay_ms": 25.0, "rate_mbps": 12.3,
-                     "delivery": "constant", "queue": "infinite"}
+    assert table == {"name": "plain-constant-12.3mbps-25ms-inf-queue", "source": "",
+                     "delay_ms": 25.0, "rate_mbps": 12.3, "delivery": "constant",
+                     "queue": "infinite"}
 
 
 def test_a_written_link_set_reads_back_as_the_same_links(tmp_path: Path) -> None:
