@@ -1,0 +1,112 @@
+"""Policies on a random family of links: each one's gap to the best classic baseline, link by
+link, its mean and its worst decile.
+
+Draws --count links at random from a link space (--space, --family-seed: the family `ccgym
+links sample` writes for the same space, count and seed), runs every baseline and every policy
+on every link once per run seed (each baseline once, its scores reused for every policy),
+beside the link's competitor started as the space says, and scores each by its own flow's mean
+score over the run seeds, as `ccgym search` does. A link's gap is the best baseline's score
+minus the policy's (the search's objective: above 0, some classic scheme does better); the
+worst decile is the mean of the largest tenth of the gaps (at least one).
+
+Prints one JSON object on stdout (per policy its gaps in the order of `links`, their mean and
+worst decile; the baselines' scores; wall time and the machine's load); progress on stderr.
+Examples:
+
+  python benchmarks/bench_family.py --policies lstm:generalist,lstm:quick --count 40
+  python benchmarks/bench_family.py --policies lstm:runs/a,lstm:runs/b --family-seed 7 \\
+      --family-out family.toml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ccgym.analysis.search import DEFAULT_BASELINES, gap_to_best, mean_score
+from ccgym.emulators.link_space import (DEFAULT_SPACE, SAMPLE_GROUP, find_space, load_space,
+                                        sample_link_set, sample_tables)
+from ccgym.emulators.links import build_links
+from ccgym.envs.scoring import check_flow_starts, link_duration_ms
+
+DEFAULT_RUN_SEEDS = "101,102"
+
+
+def worst_decile(gaps: list[float]) -> float:
+    """The mean of the largest tenth of the gaps (at least one gap)."""
+    count = max(1, math.ceil(len(gaps) / 10))
+    return sum(sorted(gaps, reverse=True)[:count]) / count
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", required=True,
+                        help="comma-separated schemes to judge, e.g. lstm:generalist,lstm:runs/a")
+    parser.add_argument("--space", default=DEFAULT_SPACE, help="a link space: file or name")
+    parser.add_argument("--count", type=int, default=40, help="links in the family")
+    parser.add_argument("--family-seed", type=int, default=1, help="the family's draw seed")
+    parser.add_argument("--baselines", default=",".join(DEFAULT_BASELINES))
+    parser.add_argument("--run-seeds", default=DEFAULT_RUN_SEEDS,
+                        help=f"the runs' seeds, comma-separated (default {DEFAULT_RUN_SEEDS})")
+    parser.add_argument("--duration-s", type=float, default=None,
+                        help="run length (default: a generated trace once, else 30 s)")
+    parser.add_argument("--family-out", metavar="FAMILY.toml",
+                        help="also write the family as a link set (ccgym eval --links takes it)")
+    args = parser.parse_args()
+    policies = args.policies.split(",")
+    baselines = args.baselines.split(",")
+    seeds = [int(s) for s in args.run_seeds.split(",")]
+    if set(policies) & set(baselines):
+        parser.error(f"a policy is also a baseline: {sorted(set(policies) & set(baselines))}")
+
+    space = load_space(find_space(args.space))
+    tables = sample_tables(space, args.count, args.family_seed)
+    links = build_links(space.path, SAMPLE_GROUP, tables)
+    durations_ms = [link_duration_ms(link, args.duration_s) for link in links]
+    for link, duration_ms in zip(links, durations_ms):
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), space.interval_s)
+    if args.family_out:
+        Path(args.family_out).write_text(
+            sample_link_set(space, args.count, args.family_seed, args.family_out))
+
+    load_before, start = load(), time.monotonic()
+    scores: dict[str, list[float]] = {scheme: [] for scheme in [*baselines, *policies]}
+    with tqdm(total=len(links) * len(scores), desc="family", unit="scheme-link",
+              file=sys.stderr) as bar:
+        for link, duration_ms in zip(links, durations_ms):
+            for scheme in scores:
+                bar.set_postfix_str(f"{link.name}: {scheme}", refresh=False)
+                scores[scheme].append(mean_score(link, scheme, space, seeds, duration_ms))
+                bar.update()
+    seconds = time.monotonic() - start
+
+    results = {}
+    for policy in policies:
+        gaps = [gap_to_best({b: scores[b][i] for b in baselines}, scores[policy][i])
+                for i in range(len(links))]
+        results[policy] = {"mean_gap": sum(gaps) / len(gaps), "worst_decile": worst_decile(gaps),
+                           "links_behind": sum(gap > 0 for gap in gaps), "gaps": gaps,
+                           "scores": scores[policy]}
+    print(json.dumps({
+        "space": str(space.path), "count": len(links), "family_seed": args.family_seed,
+        "run_seeds": seeds, "baselines": baselines, "duration_s": args.duration_s,
+        "links": [link.name for link in links], "policies": results,
+        "baseline_scores": {b: scores[b] for b in baselines},
+        "wall_s": round(seconds, 1), "load_before": load_before, "load_after": load(),
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
