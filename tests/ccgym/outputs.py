@@ -68,6 +68,9 @@ VERBS = {
         "search", "--scheme", "fixed:5", "--space", str(i["space"]), "--baselines", "cubic",
         "--trials", "1", "--seeds", "1", "--duration-s", "1", "--no-progress", "-o", out],
         lambda d: len(tomllib.loads(d.decode())["link"]) == 1, ".toml", True, "space"),
+    "links sample -o": Verb("links sample -o", lambda i, out: [
+        "links", "sample", "--space", str(i["space"]), "--count", "2", "-o", out],
+        lambda d: len(tomllib.loads(d.decode())["link"]) == 2, ".toml", True, "space"),
     "oracle --json": Verb("oracle --json", lambda i, out: [
         "oracle", "--links", str(i["links"]), "--duration-s", RUN_S,
         "--no-progress", "--json", out], lambda d: len(json.loads(d)) == 1, ".json", True,

@@ -18,7 +18,7 @@ from ccgym.policies.policy_path import POLICY_FILE, newest_run
 
 EXAMPLE = re.compile(r"^\s+(?:sudo )?(ccgym \S.*)$")
 # Examples that run in seconds from nothing but the packaged configs and the shared data.
-QUICK = {"links list", "links show", "links generate", "oracle --link"}
+QUICK = {"links list", "links show", "links generate", "links sample", "oracle --link"}
 
 
 def _examples() -> list[tuple[str, str]]:
