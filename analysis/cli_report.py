@@ -3,7 +3,8 @@
 INPUT are `ccgym eval --json` and `ccgym run --json` files (leaderboards per link under the
 omniscient bound, the throughput-delay plane, the summary over links), `ccgym oracle --json`
 files (each link's ideal window and its score), `ccgym calibrate --json` files (the fitted
-link, replication error per scheme, measured vs calibrated), training run folders
+link, replication error per scheme, measured vs calibrated), `ccgym search --json` files (the
+worst links found, each trial's gap over rate x delay), training run folders
 (hyperparameters, loss, expert agreement, validation score against the oracle and the best
 baseline, train vs validation, final leaderboard; several runs are also compared side by
 side) and `--plots` folders (throughput and delay over time; of a folder with more than 48
@@ -27,7 +28,8 @@ from ccgym.files import atomic_write_text, check_not_input, human_stream, is_std
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="eval/run/calibrate JSON files, training run folders, plots folders")
+                        help="eval/run/calibrate/search JSON files, training run folders, plots "
+                             "folders")
     parser.add_argument("-o", "--output", metavar="HTML",
                         type=flags.output((".html", ".htm"), what="an HTML page"),
                         default="report.html",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
@@ -30,8 +29,7 @@ from ccgym.analysis.cli_eval import parse_schemes
 from ccgym.analysis.coexist import check_shared
 from ccgym.analysis.evaluate import validate_schemes
 from ccgym.deploy.shell import is_kernel_scheme
-from ccgym.emulators.link_space import (DEFAULT_SPACE, find_space, load_space,
-                                        rate_and_delivery)
+from ccgym.emulators.link_space import DEFAULT_SPACE, find_space, load_space
 from ccgym.emulators.links import load_link_set
 from ccgym.errors import UserError
 from ccgym.files import atomic_path, atomic_write_json, check_not_input, human_stream
@@ -152,23 +150,13 @@ def write_outputs(args: argparse.Namespace, search: found.Search, points: list[f
         load_link_set(tmp)  # the file must be a link set every verb accepts
     print(f"wrote {args.output}; scored as the search scored it (another --seed: at seeds it "
           f"never used): {found.replay_command(search, str(args.output))}", file=out)
+    document = found.trials_document(search, points, kept, seconds)
     if args.json is not None:
-        atomic_write_json(args.json, {
-            "scheme": search.scheme, "baselines": list(search.baselines),
-            "space": str(search.space.path), "seed": search.seed, "seeds": search.run_seeds,
-            "duration_s": search.duration_s, "seconds": seconds,
-            "kept": [p.number for p in kept], "trials": [p.to_dict() for p in points]})
+        atomic_write_json(args.json, document)
         print(f"wrote {args.json}", file=out)
     if args.plot is not None:
         from ccgym.analysis.plots import plot_search
 
-        kept_numbers = {p.number for p in kept}
-        title = (f"Where {search.scheme} loses: its gap to the best of "
-                 f"{', '.join(search.baselines)} on {len(points)} links of "
-                 f"{Path(search.space.path).name} ({search.seeds} seeds each)")
-        plot_search([{"rate_mbps": rate, "delay_ms": p.table["delay_ms"], "delivery": delivery,
-                      "gap": p.gap, "kept": p.number in kept_numbers}
-                     for p in points for rate, delivery in [rate_and_delivery(p.table)]],
-                    title, args.plot)
+        plot_search(found.plot_points(document), found.plot_title(document), args.plot)
         print(f"wrote {args.plot}", file=out)
 

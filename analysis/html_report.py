@@ -10,6 +10,8 @@ details. Inputs are recognized by their content:
 - a training run folder (config.toml + TensorBoard events): analysis/report_training.py;
 - a JSON object with "kind": "suite" (`ccgym suite --json`): each group's summary table
   and per-link leaderboards;
+- a JSON object with "kind": "search" (`ccgym search --json`): the worst links found and
+  where in the space the scheme loses (each trial's gap over rate x delay);
 - a plots folder (`--plots DIR` of eval or run): its figures, by link (throughput and delay
   over time).
 
@@ -79,6 +81,7 @@ class Inputs:
     runs: list[TrainingRun] = field(default_factory=list)
     plots: list[PlotsFolder] = field(default_factory=list)
     suites: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
+    searches: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
 
 
 def read_inputs(paths: Sequence[str | Path]) -> Inputs:
@@ -95,6 +98,10 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
             from ccgym.analysis.suite import check_document
 
             inputs.suites.append((path, check_document(path, doc)))
+        elif isinstance(doc, dict) and doc.get("kind") == "search":
+            from ccgym.analysis import search
+
+            inputs.searches.append((path, search.check_document(path, doc)))
         elif isinstance(doc, list) and doc and all(
                 isinstance(r, dict) and ORACLE_KEYS <= set(r) for r in doc):
             inputs.oracles.append(OracleInput(path, doc))
@@ -104,10 +111,11 @@ def read_inputs(paths: Sequence[str | Path]) -> Inputs:
             inputs.rows.append(RowsInput(path, doc))
         else:
             raise UserError(f"{path}: neither leaderboard rows (ccgym eval/run --json), an "
-                            "oracle table (ccgym oracle --json), a suite (ccgym suite --json) "
-                            "nor a calibration (ccgym calibrate --json)")
+                            "oracle table (ccgym oracle --json), a suite (ccgym suite --json), "
+                            "a search (ccgym search --json) nor a calibration (ccgym "
+                            "calibrate --json)")
     if not (inputs.rows or inputs.calibrations or inputs.oracles or inputs.runs or inputs.plots
-            or inputs.suites):
+            or inputs.suites or inputs.searches):
         raise UserError("nothing to report: give at least one input")
     return inputs
 
@@ -237,6 +245,28 @@ def _suite_section(path: Path, doc: dict[str, Any]) -> Section:
     return Section(f"Suite: {label(path)}", "\n".join(parts), "\n".join(summaries))
 
 
+def _search_section(path: Path, doc: dict[str, Any], figures: Figures) -> Section:
+    """`ccgym search --json`: the worst links found, and each trial's gap over rate x delay."""
+    from ccgym.analysis import search
+    from ccgym.analysis.plots import plot_search
+
+    rows = search.kept_rows(doc)
+    note = (f"{doc['scheme']} against the best of {', '.join(doc['baselines'])} on "
+            f"{len(doc['trials'])} links of {doc['space']}, seeds "
+            f"{', '.join(map(str, doc['seeds']))}; {fmt(doc.get('seconds'), 0)} s")
+    kept = table(search.KEPT_HEADER, rows)
+    plot = figures.embed(partial(plot_search, search.plot_points(doc), search.plot_title(doc)),
+                         "each trial at its rate and one-way delay, coloured by its gap (red: "
+                         "the scheme loses), marked by its delivery process; the kept links "
+                         "ringed")
+    body = "\n".join([f'<p class="note">{e(note)}</p>', kept, plot])
+    name = label(path)
+    worst = (f"largest gap <b>{e(rows[0][0])}</b> on {e(rows[0][3])}" if rows
+             else "nothing kept")
+    return Section(f"Search: {name}", body,
+                   f"<p>{e(name)}: where {e(doc['scheme'])} loses; {worst}.</p>")
+
+
 def _calibration_section(item: CalibrationInput, figures: Figures) -> Section:
     from ccgym.analysis.plots import plot_calibration
 
@@ -325,6 +355,7 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
         sections += [_oracle_section(o) for o in inputs.oracles]
         sections += [_calibration_section(c, figures) for c in inputs.calibrations]
         sections += [_suite_section(path, doc) for path, doc in inputs.suites]
+        sections += [_search_section(path, doc, figures) for path, doc in inputs.searches]
         if len(inputs.runs) > 1:
             sections.append(comparison_section(inputs.runs, figures))
         runs = [training_section(r, figures) for r in inputs.runs]
@@ -339,7 +370,8 @@ def build_report(inputs: Inputs, title: str = "ccgym report", base: Path | None 
     every = ([str(r.path) for r in inputs.rows] + [str(o.path) for o in inputs.oracles]
              + [str(c.path) for c in inputs.calibrations]
              + [str(r.path) for r in inputs.runs] + [str(p.path) for p in inputs.plots]
-             + [str(path) for path, _ in inputs.suites])
+             + [str(path) for path, _ in inputs.suites]
+             + [str(path) for path, _ in inputs.searches])
     intro = (f'<p class="note">Made {time.strftime("%Y-%m-%d %H:%M:%S %Z")} from: '
              f"{e(', '.join(every))}</p>")
     return assemble(title, intro, sections)

@@ -16,19 +16,21 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ccgym.analysis.coexist import runs_on_link
 from ccgym.emulators.link_facts import DEFAULT_DURATION_MS
-from ccgym.emulators.link_space import LinkSpace, trace_seed
+from ccgym.emulators.link_space import LinkSpace, rate_and_delivery, trace_seed
 from ccgym.emulators.links import Link, build_links, link_set_text
 from ccgym.envs.scoring import MIN_RUN_RTTS, check_flow_starts, link_duration_ms
 from ccgym.errors import UserError
 
 DEFAULT_BASELINES = ("cubic", "bbr", "vegas", "copa")
 SEARCH_GROUP = "search"
+SEARCH_KIND = "search"  # the --json document's "kind", by which `ccgym report` knows it
 # A run that delivers nothing scores -inf (measure/metrics.py), and one too short to measure
 # NaN; the search needs a number to rank, so both count as this floor: 1 kbit/s at a 10 s
 # delay, below any run that delivers. (+inf, a zero delay, cannot occur: a space's delays are
@@ -178,6 +180,63 @@ def found_link_set(search: Search, kept: Sequence[Point], trials: int, path: str
     description = (f"Where {search.scheme} loses: the worst {len(kept)} of {trials} links drawn "
                    f"from {search.space.path.name}")
     return link_set_text(SEARCH_GROUP, description, tables, comment)
+
+
+def trials_document(search: Search, points: Sequence[Point], kept: Sequence[Point],
+                    seconds: float) -> dict[str, Any]:
+    """Every trial of a search and which were kept: what --json writes, and what `ccgym
+    report` and plot_points read."""
+    return {"kind": SEARCH_KIND, "scheme": search.scheme, "baselines": list(search.baselines),
+            "space": str(search.space.path), "seed": search.seed, "seeds": search.run_seeds,
+            "duration_s": search.duration_s, "seconds": seconds,
+            "kept": [p.number for p in kept], "trials": [p.to_dict() for p in points]}
+
+
+def plot_points(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """A trials document's points as plots.plot_search draws them."""
+    kept = set(document["kept"])
+    return [{"rate_mbps": rate, "delay_ms": t["table"]["delay_ms"], "delivery": delivery,
+             "gap": t["gap"], "kept": t["trial"] in kept}
+            for t in document["trials"] for rate, delivery in [rate_and_delivery(t["table"])]]
+
+
+def plot_title(document: dict[str, Any]) -> str:
+    return (f"Where {document['scheme']} loses: its gap to the best of "
+            f"{', '.join(document['baselines'])} on {len(document['trials'])} links of "
+            f"{Path(document['space']).name} ({len(document['seeds'])} seeds each)")
+
+
+KEPT_HEADER = ["gap", "score", "best baseline", "link"]
+
+
+def kept_rows(document: dict[str, Any]) -> list[list[str]]:
+    """The kept trials of a trials document as table rows (KEPT_HEADER), worst first."""
+    trials = {t["trial"]: t for t in document["trials"]}
+    rows = []
+    for number in document["kept"]:
+        trial = trials[number]
+        best = str(trial["best_baseline"])
+        rows.append([f"{float(trial['gap']):.3f}", f"{float(trial['score']):.3f}",
+                     f"{best} {float(trial['baseline_scores'][best]):.3f}", str(trial["link"])])
+    return rows
+
+
+def check_document(path: Any, document: dict[str, Any]) -> dict[str, Any]:
+    """A trials document read from `path`, checked enough to report and plot; UserError naming
+    the file and what is wrong."""
+    try:
+        points = plot_points(document)
+        plot_title(document)
+        kept_rows(document)
+        numbers = all(isinstance(p[k], (int, float)) and not isinstance(p[k], bool)
+                      for p in points for k in ("rate_mbps", "delay_ms", "gap"))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UserError(f"{path}: not a whole search document ({type(e).__name__}: {e}); "
+                        "write it with ccgym search --json") from None
+    if not points or not numbers:
+        raise UserError(f"{path}: a search document needs trials, each with a number for its "
+                        "rate, delay and gap; write it with ccgym search --json")
+    return document
 
 
 def replay_command(search: Search, found: str) -> str:

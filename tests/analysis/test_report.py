@@ -27,6 +27,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 ITERATIONS = 6
+SEARCH_SPACE = ('rate_mbps = { min = 2, max = 40 }\ndelay_ms = { min = 10, max = 40 }\n'
+                'buffer_bdp = 1\nloss = 0\ndelivery = ["constant"]\n')
 
 
 def make_run_folder(out: Path, seed: int, lr: float) -> Path:
@@ -73,10 +75,15 @@ def report(tmp_path_factory) -> Path:
     oracle = tmp / "oracle.json"
     assert main(["oracle", "--link", "rate_mbps=12,delay_ms=20", "--json", str(oracle),
                  "--no-progress"]) == 0
+    space, search = tmp / "space.toml", tmp / "search.json"
+    space.write_text(SEARCH_SPACE)
+    assert main(["search", "--scheme", "fixed:5", "--space", str(space), "--baselines", "cubic",
+                 "--trials", "3", "--seeds", "1", "--duration-s", "2", "--keep", "2",
+                 "-o", str(tmp / "found.toml"), "--json", str(search), "--no-progress"]) == 0
     runs = [make_run_folder(tmp / "runs", 1, 0.005), make_run_folder(tmp / "runs", 2, 0.002)]
     out = tmp / "report.html"
     assert main(["report", str(eval_json), str(plots), str(calibration), str(oracle),
-                 *map(str, runs), "-o", str(out)]) == 0
+                 str(search), *map(str, runs), "-o", str(out)]) == 0
     return out
 
 
@@ -133,13 +140,18 @@ def test_the_page_is_self_contained_and_has_every_section(report):
                      f"Oracle: {folder}/oracle.json",
                      "Comparison of 2 training runs", "Training run: quick__1__",
                      "Training run: quick__2__", "Hyperparameters", "Train versus validation",
-                     f"Plots: {folder}/plots"):
+                     f"Plots: {folder}/plots", f"Search: {folder}/search.json"):
         assert expected in headings
     # Series carry names for people, never TensorBoard tags; tables are tables.
     figures = " ".join(base64.b64decode(src.split(",", 1)[1]).decode()
                        for src in page.images if src.startswith("data:image/svg+xml"))
     assert "held-out steps" in figures and "train links" in figures
     assert "omniscient bound" in figures and "hull of every run" in figures
+    # The search's plot and its worst link, the largest gap, in the summary and the table.
+    assert "Where fixed:5 loses" in figures and "gap to the best baseline" in figures
+    search = json.loads((report.parent / "search.json").read_text())
+    worst = next(t for t in search["trials"] if t["trial"] == search["kept"][0])
+    assert text.count(worst["link"]) >= 2 and f"{worst['gap']:.3f}" in text
     for tag in ("dagger/", "eval/", "losses/"):
         assert tag not in figures and tag not in text
     assert "<pre>" not in text
@@ -160,7 +172,9 @@ def test_plots_folder_has_an_index(report):
 def test_bad_inputs_are_one_clear_error(tmp_path, capsys):
     (tmp_path / "rows.json").write_text('{"not": "rows"}')
     (tmp_path / "empty").mkdir()
+    (tmp_path / "search.json").write_text('{"kind": "search", "scheme": "x", "trials": []}')
     for bad, message in ((tmp_path / "rows.json", "neither leaderboard rows"),
+                         (tmp_path / "search.json", "not a whole search document"),
                          (tmp_path / "empty", "neither a training run folder"),
                          (tmp_path / "absent.json", "no such file")):
         out = tmp_path / "r.html"
