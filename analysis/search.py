@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.coexist import runs_on_link
-from ccgym.emulators.link_facts import DEFAULT_DURATION_MS
-from ccgym.emulators.link_space import LinkSpace, rate_and_delivery, trace_seed
+from ccgym.emulators.link_space import (NO_COMPETITOR, LinkSpace, rate_and_delivery,
+                                        trace_seed)
 from ccgym.emulators.links import Link, build_links, link_set_text
-from ccgym.envs.scoring import MIN_RUN_RTTS, check_flow_starts, link_duration_ms
+from ccgym.envs.scoring import check_flow_starts, check_run_length, link_duration_ms
 from ccgym.errors import UserError
 
 DEFAULT_BASELINES = ("cubic", "bbr", "vegas", "copa")
@@ -82,22 +82,28 @@ class Search:
         return [self.seed + k for k in range(self.seeds)]
 
     def check(self) -> None:
-        """UserError for a space whose runs could not be measured: a run shorter than
-        MIN_RUN_RTTS at the longest delay, or a competitor that would start after its end."""
+        """UserError for a space whose runs could not be measured, judged on the link of each
+        delivery process that is hardest to measure (the longest delay, a competitor where the
+        space has one) by the rules every run is held to: a run (of its default length, as
+        eval's) shorter than MIN_RUN_RTTS, or a competitor that would start after its end."""
         space = self.space
-        durations_s = ({self.duration_s} if self.duration_s is not None else
-                       {space.trace_s if d == "cellular" else DEFAULT_DURATION_MS / 1000.0
-                        for d in space.deliveries})
-        shortest_s = min(durations_s)
-        longest_rtt_s = 2 * space.ranges["delay_ms"].high / 1000.0
-        if shortest_s < MIN_RUN_RTTS * longest_rtt_s:
-            raise UserError(f"{space.path}: runs of {shortest_s:g} s are shorter than "
-                            f"{MIN_RUN_RTTS} RTTs at its longest delay "
-                            f"({space.ranges['delay_ms'].high:g} ms one way); give a longer "
-                            "--duration-s or cellular.trace_s, or a shorter delay_ms.max")
-        if space.has_competitors and space.interval_s >= shortest_s:
-            raise UserError(f"{space.path}: interval_s {space.interval_s:g}: the second flow "
-                            f"would start after the run's end ({shortest_s:g} s)")
+        for delivery in space.deliveries:
+            table = space.draw(_HardestToMeasure(delivery), "longest-delay",
+                               trace_seed(self.seed, 0))
+            link = build_links(space.path, SEARCH_GROUP, [table])[0]
+            duration_ms = link_duration_ms(link, self.duration_s)
+            try:
+                check_run_length(link, duration_ms, "--duration-s or cellular.trace_s, or a "
+                                                    "shorter delay_ms.max")
+            except UserError as e:
+                raise UserError(f"{space.path}: {e}") from None
+            try:
+                check_flow_starts([link], [duration_ms], 1 + len(link.competitors),
+                                  space.interval_s)
+            except UserError:
+                raise UserError(f"{space.path}: interval_s {space.interval_s:g}: the second "
+                                f"flow would start after the run's end "
+                                f"({duration_ms / 1000:g} s)") from None
 
     def score(self, link: Link, scheme: str, duration_ms: float) -> float:
         return mean_score(link, scheme, self.space, self.run_seeds, duration_ms)
@@ -113,6 +119,25 @@ class Search:
         baselines = {name: self.score(link, name, duration_ms) for name in self.baselines}
         return Point(number, table, link, dict(trial.params), score, baselines,
                      time.monotonic() - start)
+
+
+class _HardestToMeasure:
+    """A trial, as LinkSpace.draw asks one, that picks the space's link of one delivery process
+    hardest to measure: the longest delay and a competitor where there is one; the low end of
+    every other range and the first of every other list."""
+
+    def __init__(self, delivery: str) -> None:
+        self.delivery = delivery
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
+        return high if name == "delay_ms" else low
+
+    def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
+        if name == "delivery":
+            return self.delivery
+        if name == "competitor":
+            return next((c for c in choices if c != NO_COMPETITOR), choices[0])
+        return choices[0]
 
 
 def gap_to_best(baselines: dict[str, float], score: float) -> float:

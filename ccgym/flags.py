@@ -116,25 +116,12 @@ def _output_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 def output_folder(text: str) -> Path:
     """A folder that a command adds new folders to (`ccgym train --out`, its run folders): an
-    existing folder, or a new one whose nearest existing ancestor is a writable folder."""
-    path = Path(text).expanduser()
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path")
-    if text == files.STDOUT:
-        raise argparse.ArgumentTypeError("standard output cannot take a folder; give a folder")
-    problem = files.name_problem(path, inside=True)
+    existing folder, or a new one, judged by ccgym.folders.place_problem."""
+    path = os.path.expanduser(text)
+    problem = folders.place_problem(path, replaced=False)
     if problem:
         raise argparse.ArgumentTypeError(problem)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-    existing = path.resolve()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise argparse.ArgumentTypeError(f"{existing} is a file, so {text} cannot be a folder")
-    if not os.access(existing, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{existing} is not writable")
-    return path
+    return Path(path)
 
 
 def written_folder(text: str) -> Path:

@@ -30,27 +30,42 @@ FORCE_HINT = ("give a new or empty folder, or --force to write into it anyway (f
               "names ccgym writes are replaced, every other file kept)")
 
 
-def folder_problem(path: str | os.PathLike, force: bool = False) -> str | None:
-    """Why a command may not write the folder `path` (one line), or None; no side effect."""
+def place_problem(path: str | os.PathLike, replaced: bool, reserve: int = 0) -> str | None:
+    """Why a command may not write a folder at `path` (one line), or None; no side effect: an
+    empty path, standard output, a name too long (`reserve`: characters its own name must leave
+    for a temporary suffix), a file, or a nearest existing folder that cannot take new entries
+    (that needs both write and search permission). Where a folder is `replaced` (this module's
+    rule) it is made beside its place and renamed in, so its parent is what must take entries;
+    otherwise (`ccgym train --out`) new entries go into the folder itself."""
     text = os.fspath(path)
     if not text.strip():
         return "an empty path"
     if text == STDOUT:
         return "standard output cannot take a folder; give a folder"
-    problem = name_problem(text, reserve=TEMP_NAME_RESERVE, inside=True)
+    problem = name_problem(text, reserve=reserve, inside=True)
     if problem:
         return problem
     target = Path(os.path.realpath(text))
     if target.exists() and not target.is_dir():
         return f"{text} is a file, not a folder"
-    existing = target.parent
+    existing = target.parent if replaced else target
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
         return f"{existing} is a file, so {text} cannot be a folder"
-    # The new content is made beside the folder, then renamed into place.
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable"
+    return None
+
+
+def folder_problem(path: str | os.PathLike, force: bool = False) -> str | None:
+    """Why a command may not write the folder `path` by this module's rule (one line), or
+    None; no side effect."""
+    problem = place_problem(path, replaced=True, reserve=TEMP_NAME_RESERVE)
+    if problem:
+        return problem
+    text = os.fspath(path)
+    target = Path(os.path.realpath(text))
     if force or not target.is_dir():
         return None if not target.is_dir() or os.access(target, os.W_OK | os.X_OK) \
             else f"{text} is not writable"
@@ -122,21 +137,19 @@ def output_folder(path: str | os.PathLike, force: bool = False,
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-",
                                 suffix=".tmp"))
     try:
-        yield tmp
-    except BaseException:
-        if keep_on_error and any(tmp.iterdir()):
-            with contextlib.suppress(UserError, OSError):
-                _install(tmp, target, force)
-        shutil.rmtree(tmp, ignore_errors=True)
-        _remove_empty(made)
-        raise
-    try:
+        try:
+            yield tmp
+        except BaseException:
+            if keep_on_error and any(tmp.iterdir()):
+                with contextlib.suppress(UserError, OSError):
+                    _install(tmp, target, force)
+            raise
         _install(tmp, target, force)
-    except BaseException:
+    finally:
+        # Renamed into place, the temporary folder is gone already, and the folders made for
+        # the target hold it; otherwise both are removed.
         shutil.rmtree(tmp, ignore_errors=True)
         _remove_empty(made)
-        raise
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _remove_empty(folders: list[Path]) -> None:

@@ -116,7 +116,9 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
      "cellular.trace_s must be a number in [1, 3600]"),
     ('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\n[cellular]\nrate_range = 1\n',
      "cellular.rate_range: min must be a number in (1, 1000]"),
-    ('rate_mbps = 10\ndelay_ms = 900\nbuffer_bdp = 1\nloss = 0\n', "shorter than 2 RTTs"),
+    ('rate_mbps = 10\ndelay_ms = 900\nbuffer_bdp = 1\nloss = 0\n', "shorter than 2 minimum RTTs"),
+    ('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\ncompetitors = ["none", "cubic"]'
+     '\ninterval_s = 40\n', "interval_s 40: the second flow would start after the run's end"),
     ('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\nfirst = "me"\n',
      "first must be one of competitors, scheme"),
     ('rate_mbps = 10 delay_ms = 20\n', "TOML syntax error"),
@@ -132,6 +134,25 @@ def test_a_bad_space_is_one_line_naming_the_file_and_key(text: str, message: str
     assert err.count("\n") == 1 and err.startswith(f"ccgym search: error: {space}")
     assert message in err
     assert not found.exists()
+
+
+def test_a_trace_too_short_for_the_longest_delay_is_refused_at_the_default_length(
+        tmp_path: Path, capsys) -> None:
+    # Constant links run 30 s, but a generated trace runs once: 2 s at 600 ms one way (a
+    # 1.2 s RTT) is too short to measure; at 500 ms it is long enough.
+    space = tmp_path / "space.toml"
+    found = tmp_path / "found.toml"
+    text = ('rate_mbps = 10\ndelay_ms = {}\nbuffer_bdp = 1\nloss = 0\n'
+            'delivery = ["constant", "cellular"]\n[cellular]\ntrace_s = 2\n')
+    space.write_text(text.format(600))
+    assert main(["search", "--scheme", "fixed:5", "--space", str(space), "--trials", "1",
+                 "--no-progress", "-o", str(found)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{space}: link longest-delay-cellular-10mbps-600ms" in err
+    assert "a run of 2 s is shorter than 2 minimum RTTs (2.4 s)" in err and not found.exists()
+    space.write_text(text.format(500))
+    assert main(["search", "--scheme", "fixed:5", "--space", str(space), "--trials", "1",
+                 "--baselines", "cubic", "--seeds", "1", "--no-progress", "-o", str(found)]) == 0
 
 
 @pytest.mark.parametrize("args, message", [

@@ -126,6 +126,16 @@ def test_plots_in_a_read_only_folder_are_refused_before_the_work(tmp_path) -> No
     assert not any(locked.iterdir())
 
 
+def test_train_out_in_a_read_only_folder_is_refused_before_the_work(tmp_path) -> None:
+    # The run folders' parent judged by the one rule for output folders (folders.place_problem).
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    done = outputs.run_read_only(locked, ["train", "quick", "--out", str(locked / "runs")])
+    assert done.returncode == 2, done.stderr
+    assert b"argument --out: " in done.stderr and b"is not writable" in done.stderr
+    assert not any(locked.iterdir())
+
+
 def test_ctrl_c_while_plots_are_written_leaves_no_folder(tmp_path) -> None:
     """SIGINT once the plots' temporary folder exists: exit 130, neither it nor DIR left."""
     set_file = tmp_path / "many.toml"
