@@ -18,7 +18,9 @@ bottleneck with the competitors' flows: its row gives its own flow's figures, ea
 share of the bytes (`share`: of the run; `share_overlap`: while all flows send, from the last
 start plus a 5 s ramp, which does not charge a flow that starts later for its absence) and
 Jain's index, and beside cubic the harm it does to that cubic flow against what a second
-cubic flow would do (Ware et al., HotNets 2019).
+cubic flow would do (Ware et al., HotNets 2019). The flows start as --first and --interval-s
+say, else as a link's own `first` and `interval_s` in its link set, else the competitors
+first, all at once.
 """
 
 from __future__ import annotations
@@ -51,17 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run length (default: a trace once, else 30 s)")
     parser.add_argument("--flows", type=flags.count(1, MAX_FLOWS), default=1,
                         help="flows of each scheme sharing the bottleneck")
-    parser.add_argument("--interval-s", type=flags.nonnegative_s, default=0.0,
-                        help="seconds between flow starts (of --flows, or beside competitors); "
-                             "every flow must start before the run ends")
+    parser.add_argument("--interval-s", type=flags.nonnegative_s, default=None,
+                        help="seconds between flow starts (of --flows, or beside competitors: "
+                             "default a link's own interval_s in its link set, else 0); every "
+                             "flow must start before the run ends")
     parser.add_argument("--against", metavar="SCHEME[,SCHEME...]",
                         help="classic schemes whose flows share the bottleneck with each "
                              "evaluated scheme (one may repeat: cubic,cubic); overrides a link "
                              "set's competitors")
-    parser.add_argument("--first", choices=FIRST_CHOICES, default="competitors",
+    parser.add_argument("--first", choices=FIRST_CHOICES, default=None,
                         help="with competitors: which starts first, the competitors (the "
                              "evaluated flow joins last) or the evaluated scheme; the others "
-                             "follow --interval-s apart (default: competitors)")
+                             "follow --interval-s apart (default: a link's own first in its "
+                             "link set, else competitors)")
     parser.add_argument("--seed", type=flags.seed, default=1, help="first seed")
     flags.add_row_outputs(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows, runs = evaluate(links, schemes, runs=args.runs, seed=args.seed,
                               duration_s=args.duration_s, flows=args.flows,
-                              interval_s=args.interval_s, progress=not args.no_progress)
+                              interval_s=args.interval_s or 0.0, progress=not args.no_progress)
     print(format_leaderboard(rows), file=human_stream(args.json))
     write_outputs(rows, runs, args.json, args.plots, args.force)
     return 0

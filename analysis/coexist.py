@@ -53,6 +53,16 @@ class Lineup:
         return Lineup(tuple(schemes), self.evaluated)
 
 
+def link_start(link: Link, first: str | None = None,
+               interval_s: float | None = None) -> tuple[str, float]:
+    """Which flow starts first beside a link's competitors and how many seconds apart the
+    flows start: the command's (`first`, `interval_s`) where given, else the link's own (its
+    link set's `first`, `interval_s`), else the competitors first, all at once."""
+    first = first if first is not None else link.first or FIRST_CHOICES[0]
+    interval_s = interval_s if interval_s is not None else link.interval_s or 0.0
+    return first, interval_s
+
+
 def make_lineup(scheme: str, competitors: Sequence[str], first: str) -> Lineup:
     if first not in FIRST_CHOICES:
         raise ValueError(f"first must be one of {FIRST_CHOICES}, got {first!r}")
@@ -179,13 +189,14 @@ def check_shared(schemes: Sequence[str], flows: int) -> None:
 
 
 def evaluate_shared(links: Sequence[Link], schemes: Sequence[str],
-                    against: Sequence[str] | None, first: str = "competitors", runs: int = 1,
-                    seed: int = 1, duration_s: float | None = None, interval_s: float = 0.0,
-                    progress: bool = True, flows: int = 1) -> tuple[list[dict[str, Any]],
-                                                                     list[Run]]:
+                    against: Sequence[str] | None, first: str | None = None, runs: int = 1,
+                    seed: int = 1, duration_s: float | None = None,
+                    interval_s: float | None = None, progress: bool = True,
+                    flows: int = 1) -> tuple[list[dict[str, Any]], list[Run]]:
     """Every scheme on every link beside the link's competitors (`against` when given, else
-    the link set's), `runs` times; a link without competitors runs each scheme alone. Rows
-    as `evaluate` gives them, plus flows' schemes and, beside cubic, harm."""
+    the link set's), started as link_start says, `runs` times; a link without competitors
+    runs each scheme alone. Rows as `evaluate` gives them, plus flows' schemes and, beside
+    cubic, harm."""
     from tqdm import tqdm
 
     check_shared(schemes, flows)
@@ -193,8 +204,10 @@ def evaluate_shared(links: Sequence[Link], schemes: Sequence[str],
     competitors = {link.name: list(link.competitors if against is None else against)
                    for link in links}
     durations_ms = [link_duration_ms(link, duration_s) for link in links]
+    starts = {link.name: link_start(link, first, interval_s) for link in links}
     for link, duration_ms in zip(links, durations_ms):
-        check_flow_starts([link], [duration_ms], 1 + len(competitors[link.name]), interval_s)
+        check_flow_starts([link], [duration_ms], 1 + len(competitors[link.name]),
+                          starts[link.name][1])
     seeds = [seed + r for r in range(runs)]
     rows: list[dict[str, Any]] = []
     all_runs: list[Run] = []
@@ -203,8 +216,9 @@ def evaluate_shared(links: Sequence[Link], schemes: Sequence[str],
         for link, duration_ms in zip(links, durations_ms):
             rows.append(aggregate(link, "omniscient", omniscient_runs(link, seeds, duration_ms)))
             bar.update()
-            link_rows, link_runs = _link_rows(link, schemes, competitors[link.name], first,
-                                              seeds, duration_ms, interval_s, bar)
+            link_first, link_interval_s = starts[link.name]
+            link_rows, link_runs = _link_rows(link, schemes, competitors[link.name], link_first,
+                                              seeds, duration_ms, link_interval_s, bar)
             rows.extend(link_rows)
             all_runs.extend(link_runs)
     return rows, all_runs

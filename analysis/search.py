@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.analysis.coexist import runs_on_link
+from ccgym.analysis.coexist import link_start, runs_on_link
 from ccgym.emulators.link_space import (NO_COMPETITOR, LinkSpace, rate_and_delivery,
                                         trace_seed)
 from ccgym.emulators.links import Link, build_links, link_set_text
@@ -97,16 +97,16 @@ class Search:
                                                     "shorter delay_ms.max")
             except UserError as e:
                 raise UserError(f"{space.path}: {e}") from None
+            interval_s = link_start(link)[1]
             try:
-                check_flow_starts([link], [duration_ms], 1 + len(link.competitors),
-                                  space.interval_s)
+                check_flow_starts([link], [duration_ms], 1 + len(link.competitors), interval_s)
             except UserError:
-                raise UserError(f"{space.path}: interval_s {space.interval_s:g}: the second "
-                                f"flow would start after the run's end "
-                                f"({duration_ms / 1000:g} s)") from None
+                raise UserError(f"{space.path}: interval_s {interval_s:g}: the second flow "
+                                f"would start after the run's end ({duration_ms / 1000:g} s)"
+                                ) from None
 
     def score(self, link: Link, scheme: str, duration_ms: float) -> float:
-        return mean_score(link, scheme, self.space, self.run_seeds, duration_ms)
+        return mean_score(link, scheme, self.run_seeds, duration_ms)
 
     def point(self, number: int, trial: Any) -> Point:
         """Trial `number`: a link drawn by `trial`, scored for the scheme and each baseline."""
@@ -114,7 +114,7 @@ class Search:
         table = self.space.draw(trial, f"t{number}", trace_seed(self.seed, number))
         link = build_links(self.space.path, SEARCH_GROUP, [table])[0]
         duration_ms = link_duration_ms(link, self.duration_s)
-        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), self.space.interval_s)
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), link_start(link)[1])
         score = self.score(link, self.scheme, duration_ms)
         baselines = {name: self.score(link, name, duration_ms) for name in self.baselines}
         return Point(number, table, link, dict(trial.params), score, baselines,
@@ -123,14 +123,14 @@ class Search:
 
 class _HardestToMeasure:
     """A trial, as LinkSpace.draw asks one, that picks the space's link of one delivery process
-    hardest to measure: the longest delay and a competitor where there is one; the low end of
-    every other range and the first of every other list."""
+    hardest to measure: the longest delay, a competitor where there is one and its latest
+    start; the low end of every other range and the first of every other list."""
 
     def __init__(self, delivery: str) -> None:
         self.delivery = delivery
 
     def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
-        return high if name == "delay_ms" else low
+        return high if name in ("delay_ms", "interval_s") else low
 
     def suggest_categorical(self, name: str, choices: list[Any]) -> Any:
         if name == "delivery":
@@ -146,12 +146,11 @@ def gap_to_best(baselines: dict[str, float], score: float) -> float:
     return max(baselines.values()) - score
 
 
-def mean_score(link: Link, scheme: str, space: LinkSpace, seeds: Sequence[int],
-               duration_ms: float) -> float:
-    """The mean score of the scheme's own flow on a link drawn from `space` over `seeds`,
-    beside the link's competitors started as the space says."""
-    runs = runs_on_link(link, scheme, link.competitors, space.first, seeds, duration_ms,
-                        space.interval_s)
+def mean_score(link: Link, scheme: str, seeds: Sequence[int], duration_ms: float) -> float:
+    """The mean score of the scheme's own flow on the link over `seeds`, beside the link's
+    competitors started as the link says (link_start)."""
+    first, interval_s = link_start(link)
+    runs = runs_on_link(link, scheme, link.competitors, first, seeds, duration_ms, interval_s)
     return float(np.mean([_finite(run.metrics.score) for run in runs]))
 
 
@@ -271,4 +270,4 @@ def replay_command(search: Search, found: str) -> str:
              "--runs", str(search.seeds)]
     if search.duration_s is not None:
         words += ["--duration-s", f"{search.duration_s:g}"]
-    return " ".join(words + search.space.start_flags())
+    return " ".join(words)

@@ -4,7 +4,7 @@ link, its mean and its worst decile.
 Draws --count links at random from a link space (--space, --family-seed: the family `ccgym
 links sample` writes for the same space, count and seed), runs every baseline and every policy
 on every link once per run seed (each baseline once, its scores reused for every policy),
-beside the link's competitor started as the space says, and scores each by its own flow's mean
+beside the link's competitor started as the link says, and scores each by its own flow's mean
 score over the run seeds, as `ccgym search` does. A link's gap is the best baseline's score
 minus the policy's (the search's objective: above 0, some classic scheme does better); the
 worst decile is the mean of the largest tenth of the gaps (at least one).
@@ -30,6 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ccgym.analysis.coexist import link_start
 from ccgym.analysis.search import DEFAULT_BASELINES, gap_to_best, mean_score
 from ccgym.emulators.link_space import (DEFAULT_SPACE, SAMPLE_GROUP, find_space, load_space,
                                         sample_link_set, sample_tables)
@@ -75,7 +76,7 @@ def main() -> int:
     links = build_links(space.path, SAMPLE_GROUP, tables)
     durations_ms = [link_duration_ms(link, args.duration_s) for link in links]
     for link, duration_ms in zip(links, durations_ms):
-        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), space.interval_s)
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), link_start(link)[1])
     if args.family_out:
         Path(args.family_out).write_text(
             sample_link_set(space, args.count, args.family_seed, args.family_out))
@@ -87,7 +88,7 @@ def main() -> int:
         for link, duration_ms in zip(links, durations_ms):
             for scheme in scores:
                 bar.set_postfix_str(f"{link.name}: {scheme}", refresh=False)
-                scores[scheme].append(mean_score(link, scheme, space, seeds, duration_ms))
+                scores[scheme].append(mean_score(link, scheme, seeds, duration_ms))
                 bar.update()
     seconds = time.monotonic() - start
 

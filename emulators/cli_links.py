@@ -103,11 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "documents its keys): each value independently, a range's "
                                    "uniformly on its scale (a log range in the logarithm), a "
                                    "list's choices alike. Writes them as a link set every verb "
-                                   "takes (--links), each link with its competitor; the same "
-                                   "--seed gives the same links, a larger --count the same "
-                                   "first ones. A space's competitor start (first, interval_s) "
-                                   "is not a link's: the file's comment gives the `ccgym eval` "
-                                   "flags that start them as the space says.")
+                                   "takes (--links), each link with its competitor and when it "
+                                   "starts; the same --seed gives the same links, a larger "
+                                   "--count the same first ones.")
     p.add_argument("--space", metavar="SPACE",
                    help="the link space: a TOML file or a packaged space's name (default: the "
                         "packaged default space)")
@@ -310,6 +308,6 @@ def _sample(args: argparse.Namespace) -> int:
         links_mod.load_link_set(tmp)  # the file must be a link set every verb accepts
     print(f"wrote {args.output}: {args.count} links drawn at random from {space_path} (seed "
           f"{args.seed}); score schemes on them with: "
-          f"{link_space.sample_eval_command(space, str(args.output))}",
+          f"{link_space.sample_eval_command(str(args.output))}",
           file=human_stream(args.output))
     return 0

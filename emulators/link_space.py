@@ -54,7 +54,7 @@ CELLULAR_LIMITS = {
 }
 TRACE_S_LIMITS = (1.0, 3600.0)
 DEFAULT_TRACE_S = 30.0  # as long as a run on any other link (link_facts.DEFAULT_DURATION_MS)
-INTERVAL_S_LIMITS = (0.0, 3600.0)
+INTERVAL_S_LIMITS = (0.0, 3600.0, True)
 LIST_KEYS = {"delivery": DELIVERIES, "ack": ACK_PATHS}
 TOP_KEYS = ("description", *RANGE_LIMITS, "infinite_buffer", "delivery", "ack", "competitors",
             "first", "interval_s", "cellular")
@@ -82,21 +82,14 @@ class LinkSpace:
     deliveries: tuple[str, ...]
     acks: tuple[str, ...]
     competitors: tuple[str, ...]       # NO_COMPETITOR or a classic scheme
-    first: str
-    interval_s: float
+    firsts: tuple[str, ...]            # beside a competitor: which flow starts first
+    interval_s: Range                  # and how many seconds later the other
     trace_s: float                     # each generated cellular trace's length
     cellular: dict[str, Range]
 
     @property
     def has_competitors(self) -> bool:
         return any(c != NO_COMPETITOR for c in self.competitors)
-
-    def start_flags(self) -> list[str]:
-        """The `ccgym eval` flags that start the flows of a link drawn from this space as the
-        space says (a link set holds each link's competitors, not when they start)."""
-        if not self.has_competitors:
-            return []
-        return ["--first", self.first, "--interval-s", f"{self.interval_s:g}"]
 
     def draw(self, trial: Any, label: str, trace_seed: int) -> dict[str, Any]:
         """A [[link]] table, each value asked of `trial`, named `label` and what sets the link
@@ -126,7 +119,11 @@ class LinkSpace:
             table["loss"] = loss
         competitor = trial.suggest_categorical("competitor", list(self.competitors))
         if competitor != NO_COMPETITOR:
-            table["competitors"] = [competitor]
+            # One choice is no choice: the sampler is not asked (a fixed start draws nothing).
+            first = (self.firsts[0] if len(self.firsts) == 1
+                     else trial.suggest_categorical("first", list(self.firsts)))
+            table.update(competitors=[competitor], first=first,
+                         interval_s=self.interval_s.draw(trial, "interval_s"))
         table["name"] = link_name(label, table)
         return table
 
@@ -162,6 +159,10 @@ def link_name(label: str, table: dict[str, Any]) -> str:
     if "ack_delivery" in table or "ack_synthetic_trace" in table:
         parts.append("own-ack")
     parts += [f"beside-{c}" for c in table.get("competitors", [])]
+    if table.get("first", FIRST_CHOICES[0]) != FIRST_CHOICES[0]:
+        parts.append(f"{table['first']}-first")
+    if table.get("interval_s"):
+        parts.append(f"{table['interval_s']:g}s-apart")
     return "-".join(parts)
 
 
@@ -205,11 +206,9 @@ def sample_tables(space: LinkSpace, count: int, seed: int) -> list[dict[str, Any
             for number in range(count)]
 
 
-def sample_eval_command(space: LinkSpace, path: str) -> str:
-    """The `ccgym eval` command that scores schemes on a family drawn from the space and written
-    at `path`, its competitors started as the space says."""
-    return " ".join(["ccgym eval --links", path, "--schemes SCHEMES --seed 101 --runs 2",
-                     *space.start_flags()])
+def sample_eval_command(path: str) -> str:
+    """The `ccgym eval` command that scores schemes on a family written at `path`."""
+    return f"ccgym eval --links {path} --schemes SCHEMES --seed 101 --runs 2"
 
 
 def sample_link_set(space: LinkSpace, count: int, seed: int, path: str) -> str:
@@ -219,8 +218,8 @@ def sample_link_set(space: LinkSpace, count: int, seed: int, path: str) -> str:
     for number, table in enumerate(tables):
         table["source"] = f"ccgym links sample, seed {seed}: link {number} of {space.path.name}"
     comment = (f"{count} links drawn at random from {space.path} by\nccgym links sample "
-               f"--space {space.path} --count {count} --seed {seed}\nSchemes scored on them "
-               f"(a competitor starting as the space says):\n{sample_eval_command(space, path)}")
+               f"--space {space.path} --count {count} --seed {seed}\nSchemes scored on them:"
+               f"\n{sample_eval_command(path)}")
     description = f"{count} links drawn at random from {space.path.name} (seed {seed})"
     return link_set_text(SAMPLE_GROUP, description, tables, comment)
 
@@ -254,9 +253,6 @@ def load_space(path: str | Path) -> LinkSpace:
     for scheme in competitors:
         if scheme != NO_COMPETITOR:
             check_competitor(scheme, f"{path}: competitors")
-    first = doc.get("first", FIRST_CHOICES[0])
-    if first not in FIRST_CHOICES:
-        raise UserError(f"{path}: first must be one of {', '.join(FIRST_CHOICES)}, got {first!r}")
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise UserError(f"{path}: description must be a string")
@@ -267,8 +263,9 @@ def load_space(path: str | Path) -> LinkSpace:
         path=path, description=description, ranges=ranges, infinite_buffer=infinite,
         deliveries=_choices(path, "delivery", doc.get("delivery", ["constant"]), DELIVERIES),
         acks=_choices(path, "ack", doc.get("ack", ["clean"]), ACK_PATHS),
-        competitors=competitors, first=first,
-        interval_s=_number(f"{path}: interval_s", doc.get("interval_s", 0), INTERVAL_S_LIMITS),
+        competitors=competitors,
+        firsts=_choices(path, "first", doc.get("first", [FIRST_CHOICES[0]]), FIRST_CHOICES),
+        interval_s=_range(f"{path}: interval_s", doc.get("interval_s", 0), INTERVAL_S_LIMITS),
         trace_s=trace_s, cellular=cellular)
 
 

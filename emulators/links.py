@@ -12,6 +12,8 @@ A link set (configs/links/*.toml) is
     rate_mbps = 5
     delivery = "constant"
     competitors = ["cubic"]   # optional: classic flows sharing the bottleneck (`ccgym eval`)
+    first = "competitors"     # optional, with competitors: which starts first ("scheme": the
+    interval_s = 5            #   evaluated flow), and how many seconds apart the flows start
 
 with the keys of a link spec string (emulators/cpp/spec.hh) as TOML values. A trace path may
 start with ${CCGYM_DATA} (the shared recorded data) or be relative to the TOML file. A table
@@ -38,6 +40,7 @@ from typing import Any
 from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.files import cache_root, read_toml, toml_value, unknown_key
+from ccgym.flags import MAX_DURATION_S
 
 LINK_SET_SUFFIX = ".toml"
 PACKAGED_LINKS_FOLDER = "links"  # inside the ccgym.configs package
@@ -56,7 +59,10 @@ _ANY_SCALAR = (str, int, float, bool)
 LINK_META_KEYS = ("name", "source")
 # Not part of the link itself: the classic flows that share it when `ccgym eval` runs a scheme.
 COMPETITORS_KEY = "competitors"
-# Beside competitors, which flow starts first (the others follow an interval apart).
+# Beside competitors, which flow starts first (the others follow an interval apart): a link's
+# own (these keys of its table) where it has one, else the command's (`ccgym eval --first
+# --interval-s`), else the competitors first, all at once.
+FIRST_KEY, INTERVAL_KEY = "first", "interval_s"
 FIRST_CHOICES = ("competitors", "scheme")
 SYNTHETIC_KEYS = {"synthetic_trace": "trace", "ack_synthetic_trace": "ack_trace"}
 TRACE_KEYS = ("trace", "ack_trace")
@@ -83,6 +89,8 @@ class Link:
     # Classic schemes of the flows that share the bottleneck with the evaluated one (a shared-
     # bottleneck case of a link set); empty: the evaluated scheme has the link to itself.
     competitors: tuple[str, ...] = ()
+    first: str | None = None         # beside competitors: its own start, None: the command's
+    interval_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,6 +293,25 @@ def _competitors(table: dict[str, Any], where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _start(table: dict[str, Any], where: str,
+           competitors: tuple[str, ...]) -> tuple[str | None, float | None]:
+    """A [[link]] table's own start beside its competitors (FIRST_KEY, INTERVAL_KEY), each None
+    where it has none."""
+    first, interval = table.get(FIRST_KEY), table.get(INTERVAL_KEY)
+    if (first is not None or interval is not None) and not competitors:
+        raise UserError(f"{where}: {FIRST_KEY} and {INTERVAL_KEY} say when the flows beside "
+                        f"competitors start, and this link has no {COMPETITORS_KEY}")
+    if first is not None and first not in FIRST_CHOICES:
+        raise UserError(f"{where}: {FIRST_KEY} must be one of {', '.join(FIRST_CHOICES)}, "
+                        f"got {first!r}")
+    if interval is not None and (not isinstance(interval, (int, float))
+                                 or isinstance(interval, bool)
+                                 or not 0 <= interval <= MAX_DURATION_S):
+        raise UserError(f"{where}: {INTERVAL_KEY} must be a number of seconds in "
+                        f"[0, {MAX_DURATION_S:g}], got {interval!r}")
+    return first, None if interval is None else float(interval)
+
+
 def check_competitor(scheme: str, where: str) -> None:
     """UserError unless `scheme` can compete beside a link's evaluated flow: a classic scheme,
     which the C++ factory builds (learned schemes and the oracle decide in Python)."""
@@ -306,7 +333,7 @@ def _spec_text(path: Path, index: int, table: dict[str, Any]) -> tuple[str, str,
     """(name, source, spec text) of one [[link]] table; every check short of the C++ parser."""
     where = _link_label(path, index, table)
     keys = [key for key in spec_keys() if key not in LINK_META_KEYS]
-    valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS, COMPETITORS_KEY)
+    valid = (*LINK_META_KEYS, *keys, *SYNTHETIC_KEYS, COMPETITORS_KEY, FIRST_KEY, INTERVAL_KEY)
     for key in table:
         if key not in valid:
             raise unknown_key(where, key, valid)
@@ -376,10 +403,12 @@ def build_links(path: Path, group: str, tables: list[dict[str, Any]]) -> list[Li
             raise UserError(f"{_link_label(path, index, table)}: duplicate name, "
                             f"already used by link #{seen[name] + 1}")
         seen[name] = index
-        drafts.append((name, source, spec, _competitors(table, _link_label(path, index, table))))
+        where = _link_label(path, index, table)
+        competitors = _competitors(table, where)
+        drafts.append((name, source, spec, competitors, _start(table, where, competitors)))
     return [Link(name=name, group=group, spec=_canonical(spec, f"{path}: link {name}"),
-                 source=source, competitors=competitors)
-            for name, source, spec, competitors in drafts]
+                 source=source, competitors=competitors, first=first, interval_s=interval)
+            for name, source, spec, competitors, (first, interval) in drafts]
 
 
 # ---------------------------------------------------------------- writing TOML

@@ -143,6 +143,56 @@ def test_the_shared_bottleneck_set_runs_each_case_beside_its_competitors(tmp_pat
         assert row["harm_throughput"] == 0
 
 
+START_SET = """group = "g"
+[[link]]
+name = "own-start"
+rate_mbps = 12
+delay_ms = 20
+competitors = ["cubic"]
+first = "scheme"
+interval_s = 1.5
+[[link]]
+name = "no-start"
+rate_mbps = 12
+delay_ms = 20
+competitors = ["cubic"]
+"""
+
+
+def test_a_link_set_gives_each_link_its_own_start_and_flags_override_it(tmp_path: Path) -> None:
+    path = tmp_path / "set.toml"
+    path.write_text(START_SET)
+    rows = eval_json(tmp_path, "--links", str(path), "--schemes", "vegas", "--duration-s", "4")
+    own = next(r for r in rows if r["link"] == "own-start" and r["scheme"] == "vegas")
+    plain = next(r for r in rows if r["link"] == "no-start" and r["scheme"] == "vegas")
+    assert (own["evaluated_flow"], own["interval_s"]) == (0, 1.5)
+    assert [f["scheme"] for f in own["flows"]] == ["vegas", "cubic"]
+    assert (plain["evaluated_flow"], plain["interval_s"]) == (1, 0.0)
+    rows = eval_json(tmp_path, "--links", str(path), "--schemes", "vegas", "--duration-s", "4",
+                     "--first", "competitors", "--interval-s", "0.5")
+    for row in (r for r in rows if r["scheme"] == "vegas"):
+        assert (row["evaluated_flow"], row["interval_s"]) == (1, 0.5)
+
+
+@pytest.mark.parametrize("keys, message", [
+    ('competitors = ["cubic"]\nfirst = "me"\n', "first must be one of competitors, scheme"),
+    ('competitors = ["cubic"]\ninterval_s = -1\n', "interval_s must be a number of seconds"),
+    ('competitors = ["cubic"]\ninterval_s = "5"\n', "interval_s must be a number of seconds"),
+    ('first = "scheme"\n', "this link has no competitors"),
+])
+def test_a_bad_start_in_a_link_set_is_one_line(tmp_path: Path, capsys, keys: str,
+                                               message: str) -> None:
+    path = tmp_path / "set.toml"
+    path.write_text(f'group = "g"\n[[link]]\nname = "shared"\nrate_mbps = 12\ndelay_ms = 20\n'
+                    f"{keys}")
+    out = tmp_path / "rows.json"
+    assert main(["eval", "--links", str(path), "--schemes", "cubic", "--no-progress",
+                 "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and f"{path}: link shared (#1)" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("competitors, message", [
     ('["nosuch"]', "link shared (#1): competitors: unknown scheme 'nosuch'"),
     ('"cubic"', "link shared (#1): competitors must be a list of scheme names"),

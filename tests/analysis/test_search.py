@@ -120,7 +120,7 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
     ('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\ncompetitors = ["none", "cubic"]'
      '\ninterval_s = 40\n', "interval_s 40: the second flow would start after the run's end"),
     ('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\nfirst = "me"\n',
-     "first must be one of competitors, scheme"),
+     "first: unknown 'me'; valid: competitors, scheme"),
     ('rate_mbps = 10 delay_ms = 20\n', "TOML syntax error"),
 ])
 def test_a_bad_space_is_one_line_naming_the_file_and_key(text: str, message: str,

@@ -75,3 +75,20 @@ def test_a_written_link_set_reads_back_as_the_same_links(tmp_path: Path) -> None
     path = tmp_path / "set.toml"
     path.write_text(text)
     assert load_link_set(path) == build_links(path, "g", tables)
+
+
+def test_a_drawn_start_beside_a_competitor_is_carried_by_the_link(tmp_path: Path) -> None:
+    path = tmp_path / "space.toml"
+    path.write_text('rate_mbps = 10\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\n'
+                    'competitors = ["none", "cubic"]\nfirst = ["competitors", "scheme"]\n'
+                    'interval_s = { min = 0, max = 5 }\n')
+    space = load_space(path)
+    choices = {"delivery": "constant", "ack": "clean", "competitor": "cubic", "first": "scheme",
+               "interval_s": 2.5}
+    table = space.draw(optuna.trial.FixedTrial(choices), "s", trace_seed=1)
+    assert (table["first"], table["interval_s"]) == ("scheme", 2.5)
+    assert table["name"].endswith("-beside-cubic-scheme-first-2.5s-apart")
+    [link] = build_links(path, "search", [table])
+    assert (link.competitors, link.first, link.interval_s) == (("cubic",), "scheme", 2.5)
+    alone = space.draw(optuna.trial.FixedTrial({**choices, "competitor": "none"}), "a", 1)
+    assert "first" not in alone and "interval_s" not in alone  # nothing starts beside it

@@ -82,7 +82,7 @@ def test_a_log_range_is_drawn_uniformly_in_its_logarithm() -> None:
     assert 0.42 < below < 0.58
 
 
-def test_eval_runs_a_family_with_its_competitors_started_as_the_space_says(
+def test_eval_runs_a_family_with_its_competitors_started_as_each_link_says(
         tmp_path: Path, capsys) -> None:
     space = tmp_path / "small.toml"
     space.write_text(SMALL_SPACE)
@@ -91,19 +91,22 @@ def test_eval_runs_a_family_with_its_competitors_started_as_the_space_says(
     command = printed.rpartition("score schemes on them with: ")[2].strip()
     assert command in path.read_text()  # the file's comment says it too
     argv = shlex.split(command.replace("SCHEMES", "vegas,cubic"))[1:]
-    assert argv[argv.index("--first") + 1] == "scheme"
-    assert argv[argv.index("--interval-s") + 1] == "0.5"
     rows_file = tmp_path / "rows.json"
     assert main([*argv, "--duration-s", "3", "--runs", "1", "--no-progress",
                  "--json", str(rows_file)]) == 0
     rows = [r for r in json.loads(rows_file.read_text()) if r["scheme"] == "vegas"]
     assert [r["link"] for r in rows] == [t["name"] for t in family["link"]]
-    beside = {t["name"]: t.get("competitors", []) for t in family["link"]}
-    assert {tuple(v) for v in beside.values()} == {(), ("cubic",)}
+    tables = {t["name"]: t for t in family["link"]}
+    assert {tuple(t.get("competitors", [])) for t in tables.values()} == {(), ("cubic",)}
     for row in rows:
-        assert row.get("against", []) == beside[row["link"]]
-        if beside[row["link"]]:
-            assert row["evaluated_flow"] == 0  # first = "scheme": the evaluated flow first
+        table = tables[row["link"]]
+        assert row.get("against", []) == table.get("competitors", [])
+        if "competitors" in table:
+            # The space's start, carried by the link: the evaluated flow first, 0.5 s ahead.
+            assert (table["first"], table["interval_s"]) == ("scheme", 0.5)
+            assert row["evaluated_flow"] == 0 and row["interval_s"] == 0.5
+        else:
+            assert "first" not in table and "interval_s" not in table
 
 
 @pytest.mark.parametrize("args, message", [
