@@ -10,7 +10,8 @@ minus the policy's (the search's objective: above 0, some classic scheme does be
 worst decile is the mean of the largest tenth of the gaps (at least one).
 
 Prints one JSON object on stdout (per policy its gaps in the order of `links`, their mean and
-worst decile; the baselines' scores; wall time and the machine's load); progress on stderr.
+worst decile; the baselines' scores; wall time, in all and per scheme, and the machine's
+load); progress on stderr.
 Examples:
 
   python benchmarks/bench_family.py --policies lstm:generalist,lstm:quick --count 40
@@ -83,12 +84,15 @@ def main() -> int:
 
     load_before, start = load(), time.monotonic()
     scores: dict[str, list[float]] = {scheme: [] for scheme in [*baselines, *policies]}
+    scheme_seconds = dict.fromkeys(scores, 0.0)
     with tqdm(total=len(links) * len(scores), desc="family", unit="scheme-link",
               file=sys.stderr) as bar:
         for link, duration_ms in zip(links, durations_ms):
             for scheme in scores:
                 bar.set_postfix_str(f"{link.name}: {scheme}", refresh=False)
+                scheme_start = time.monotonic()
                 scores[scheme].append(mean_score(link, scheme, seeds, duration_ms))
+                scheme_seconds[scheme] += time.monotonic() - scheme_start
                 bar.update()
     seconds = time.monotonic() - start
 
@@ -104,7 +108,9 @@ def main() -> int:
         "run_seeds": seeds, "baselines": baselines, "duration_s": args.duration_s,
         "links": [link.name for link in links], "policies": results,
         "baseline_scores": {b: scores[b] for b in baselines},
-        "wall_s": round(seconds, 1), "load_before": load_before, "load_after": load(),
+        "wall_s": round(seconds, 1),
+        "scheme_seconds": {scheme: round(t, 1) for scheme, t in scheme_seconds.items()},
+        "load_before": load_before, "load_after": load(),
     }, indent=2))
     return 0
 
