@@ -31,12 +31,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ccgym.analysis.coexist import link_start
+from ccgym.analysis.cli_eval import parse_schemes
+from ccgym.analysis.coexist import check_shared, link_start
+from ccgym.analysis.evaluate import validate_schemes
 from ccgym.analysis.search import DEFAULT_BASELINES, gap_to_best, mean_score
 from ccgym.emulators.link_space import (DEFAULT_SPACE, SAMPLE_GROUP, find_space, load_space,
                                         sample_link_set, sample_tables)
 from ccgym.emulators.links import build_links
 from ccgym.envs.scoring import check_flow_starts, link_duration_ms
+from ccgym.errors import UserError
 
 DEFAULT_RUN_SEEDS = "101,102"
 
@@ -66,11 +69,15 @@ def main() -> int:
     parser.add_argument("--family-out", metavar="FAMILY.toml",
                         help="also write the family as a link set (ccgym eval --links takes it)")
     args = parser.parse_args()
-    policies = args.policies.split(",")
-    baselines = args.baselines.split(",")
+    try:
+        policies = parse_schemes(args.policies, "--policies")
+        baselines = parse_schemes(args.baselines, "--baselines")
+        parse_schemes(",".join([*policies, *baselines]), "--policies and --baselines")
+        check_shared([*policies, *baselines], flows=1)  # a family has competitors
+        validate_schemes([*policies, *baselines])
+    except UserError as e:
+        parser.error(str(e))
     seeds = [int(s) for s in args.run_seeds.split(",")]
-    if set(policies) & set(baselines):
-        parser.error(f"a policy is also a baseline: {sorted(set(policies) & set(baselines))}")
 
     space = load_space(find_space(args.space))
     tables = sample_tables(space, args.count, args.family_seed)
