@@ -95,7 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="length, the period the trace repeats with "
                         f"(default {DEFAULT_GENERATE_DURATION_S:g})")
     p.add_argument("--seed", type=flags.seed, default=0, metavar="K", help="first seed (default 0)")
+    _add_sample(sub)
 
+
+def _add_sample(sub: Any) -> None:
     p = sub.add_parser("sample",
                        help="draw links at random from a link space, as a link set",
                        description="Draw --count links at random from a link space (the space "
