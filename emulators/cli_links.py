@@ -306,11 +306,12 @@ def _sample(args: argparse.Namespace) -> int:
     space_path = link_space.find_space(args.space or link_space.DEFAULT_SPACE)
     check_not_input(args.output, [str(space_path)], "-o")
     space = link_space.load_space(space_path)
+    # The file's own name, for the command that scores it; a pipe's reader names it later.
+    named = "FAMILY.toml" if is_stdout(args.output) else str(args.output)
     with atomic_path(args.output) as tmp:
-        tmp.write_text(link_space.sample_link_set(space, args.count, args.seed, str(args.output)))
+        tmp.write_text(link_space.sample_link_set(space, args.count, args.seed, named))
         links_mod.load_link_set(tmp)  # the file must be a link set every verb accepts
     print(f"wrote {args.output}: {args.count} links drawn at random from {space_path} (seed "
-          f"{args.seed}); score schemes on them with: "
-          f"{link_space.sample_eval_command(str(args.output))}",
+          f"{args.seed}); score schemes on them with: {link_space.sample_eval_command(named)}",
           file=human_stream(args.output))
     return 0
