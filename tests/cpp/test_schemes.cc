@@ -607,7 +607,8 @@ TEST(SchemeVegas, LargerAlphaBetaKeepMoreQueued) {
 }
 
 TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
-  auto cc = make_controller("bbr");
+  // A host that takes every ACK in on time: no stall inflates the estimate (below).
+  auto cc = make_controller("bbr:host_stalls_per_s=0");
   FakePath path(*cc, FakeLinkConfig{});
   path.run_until(3000);
   path.measure_from(3000);
@@ -626,6 +627,28 @@ TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
   // The window is 2 BDP: the queue it can build is at most one BDP (40 ms).
   EXPECT_LT(path.mean_queue_delay_ms(), 40);
   EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
+// A host that now and then stalls in taking ACKs in hands bbr's rate samples batches of ACKs
+// that came over a stall, its windowed maximum climbs above the link's rate, and pacing above
+// the rate builds a queue up to the window (as kernel bbr keeps through the link shell).
+TEST(SchemeBbr, HostStallsKeepAQueueUpToTheWindow) {
+  auto queue_ms = [](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, FakeLinkConfig{});
+    path.run_until(5000);
+    path.measure_from(5000);
+    path.run_until(30000);
+    EXPECT_GT(path.utilization(), 0.95);
+    EXPECT_EQ(path.invalid_outputs(), 0u);
+    return path.mean_queue_delay_ms();
+  };
+  const double steady = queue_ms("bbr:host_stalls_per_s=0");
+  const double stalled = queue_ms("bbr");
+  EXPECT_LT(steady, 15);
+  EXPECT_GT(stalled, steady + 25);
+  // The window still bounds it: a BDP (40 ms) beyond the pipe, plus at most extra_acked_max_ms.
+  EXPECT_LT(stalled, 40 + 100);
 }
 
 TEST(SchemeBbr, ReachesNinetyPercentOfAShallowBufferedLink) {
