@@ -651,6 +651,56 @@ TEST(SchemeBbr, HostStallsKeepAQueueUpToTheWindow) {
   EXPECT_LT(stalled, 40 + 100);
 }
 
+// Linux's loss recovery: a loss takes the window down to what is in flight for a round
+// (packet conservation); without it a loss leaves bbr's window at its model's target.
+TEST(SchemeBbr, ALossHoldsTheWindowToWhatIsInFlightForARound) {
+  FakeLinkConfig link;
+  link.queue_packets = 10;  // a quarter of a BDP: bbr's probes overflow it
+  auto mean_window = [&](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, link);
+    double sum = 0;
+    int n = 0;
+    for (double t = 3000; t < 9500; t += 1) {  // before PROBE_RTT's window of 4 at 10 s
+      path.run_until(t);
+      sum += cc->window_size();
+      ++n;
+    }
+    EXPECT_EQ(path.invalid_outputs(), 0u);
+    return sum / n;
+  };
+  const double with_recovery = mean_window("bbr");
+  const double without = mean_window("bbr:recovery=0");
+  EXPECT_LT(with_recovery, without - 5);
+}
+
+// Linux's policer estimate: intervals of 20% loss or more at one delivery rate pin the
+// bandwidth to that rate, at pacing gain 1 for 48 rounds (here about 2 s), where otherwise
+// the gain cycles every round trip.
+TEST(SchemeBbr, SteadyHeavyLossPinsThePacingRate) {
+  FakeLinkConfig link;
+  link.loss = 0.3;
+  auto longest_constant_pacing_ms = [&](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, link);
+    double longest = 0, since = 5000, last = -1;
+    for (double t = 5000; t < 30000; t += 1) {
+      path.run_until(t);
+      const double rate = cc->pacing_rate_mbps();
+      if (rate != last) {
+        since = t;
+        last = rate;
+      }
+      longest = std::max(longest, t - since);
+    }
+    return longest;
+  };
+  const double with_estimate = longest_constant_pacing_ms("bbr");
+  const double without = longest_constant_pacing_ms("bbr:long_term_bw=0");
+  EXPECT_GT(with_estimate, 1500);
+  EXPECT_GT(with_estimate, 2 * without);
+}
+
 TEST(SchemeBbr, ReachesNinetyPercentOfAShallowBufferedLink) {
   auto cc = make_controller("bbr");
   FakeLinkConfig link;
