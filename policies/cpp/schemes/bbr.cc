@@ -69,7 +69,10 @@ struct KernelHeadroom {
 class Bbr final : public Controller {
  public:
   Bbr(double cwnd_gain, KernelHeadroom headroom, uint64_t seed)
-      : cwnd_gain_(cwnd_gain), headroom_(headroom), rng_(seed), noise_state_(splitmix64_mix(seed)) {
+      : cwnd_gain_(cwnd_gain),
+        headroom_(headroom),
+        rng_(seed),
+        noise_state_(splitmix64_mix(seed)) {
     for (BwSlot& s : btlbw_slots_) s = BwSlot{0, 0, false};
   }
 
@@ -123,6 +126,7 @@ class Bbr final : public Controller {
         next_round_delivered_ = delivered_;
         ++round_count_;
         round_start = true;
+        packet_conservation_ = false;  // it lasts the first round of a recovery
       }
       const double send_elapsed = rec.send_ms - rec.first_sent_ms;
       const double ack_elapsed = ack_ms - rec.delivered_ms;
