@@ -1,13 +1,15 @@
-"""Shared bottlenecks in virtual time against kernel TCP: the second flow's share, simulated
-over seeds and real over runs, per case.
+"""Shared bottlenecks in virtual time against kernel TCP: the second flow's share (or, with
+three flows or more, Jain's index), simulated over seeds and real over runs, per case.
 
-A case is `FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER]`: ccgym's FIRST and SECOND schemes in the
-simulator and the kernel's (kernel:FIRST, kernel:SECOND) through the link shell, on a
-constant link of RATE Mbit/s and DELAY ms one way with a DropTail buffer of BDPS
-bandwidth-delay products (RATE x 2 x DELAY in 1500-byte packets), SECOND starting STAGGER s
-after FIRST (default 0: together). The figure is SECOND's share of the bytes delivered while
-both send, after a 5 s ramp (measure.metrics.overlap_shares, as `ccgym eval --against` and
-`ccgym run --against kernel:...` give it). Per case and clock: the shares, their mean,
+A case is `FIRST+SECOND[+...]@RATE/DELAY/BDPS[/STAGGER]` or `FIRST+SECOND[+...]@LINK[/STAGGER]`:
+ccgym's schemes in the simulator and the kernel's (kernel:FIRST, ...) through the link shell,
+on a constant link of RATE Mbit/s and DELAY ms one way with a DropTail buffer of BDPS
+bandwidth-delay products (RATE x 2 x DELAY in 1500-byte packets), or on the packaged link
+LINK (`ccgym links list SET`; a recorded one needs $CCGYM_DATA), flow i starting i x STAGGER s
+after the first (default 0: together). The figure of a pair is SECOND's share of the bytes
+delivered while both send, after a 5 s ramp (measure.metrics.overlap_shares, as `ccgym eval
+--against` and `ccgym run --against kernel:...` give it); of three flows or more, Jain's index
+of those shares. Per case and clock: the shares, their mean,
 standard deviation (population) and min/max; the difference of the means (simulated minus
 kernel). Each real run gives its one-minute load average (real time suffers on a loaded
 machine) and when its second flow did start (ms after the first). The simulated links have
@@ -15,7 +17,8 @@ the simulator's shared-link ACK timing noise (two packet times, simulator.hh); -
 adds spec keys there only (ack_jitter_ms=0: the noiseless link). One JSON object to stdout,
 a table to stderr.
 
-  python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,...] [--seeds 5] [--runs 5]
+  python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,A+B+C@verizon-lte-short,...]
+      [--seeds 5] [--runs 5]
       [--duration-s 30] [--only sim|kernel] [--sim-keys ack_jitter_ms=0]
 
 The kernel half needs root (the link shell) and real time: runs x cases x duration.
@@ -35,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from ccgym.analysis.coexist import flow_starts_ms, make_lineup, run_lineup
-from ccgym.emulators.link_names import link_from_spec
+from ccgym.emulators.link_names import link_from_spec, resolve_link
 from ccgym.emulators.links import Link
 from ccgym.errors import UserError
-from ccgym.measure.metrics import overlap_shares
+from ccgym.measure.metrics import jain_index, overlap_shares
 
 PARTS = ("sim", "kernel")
 PACKET_BYTES = 1500
@@ -51,69 +54,95 @@ DEFAULT_CASES = ("cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/
 
 @dataclass(frozen=True)
 class Case:
-    first: str
-    second: str
-    rate_mbps: float
-    delay_ms: float
-    bdps: float
+    schemes: tuple[str, ...]
+    base: Link    # the link, without --sim-keys
+    where: str    # the link as the case gave it
     stagger_s: float
 
     @property
     def name(self) -> str:
-        return (f"{self.first}+{self.second}@{self.rate_mbps:g}/{self.delay_ms:g}/"
-                f"{self.bdps:g}/{self.stagger_s:g}")
+        return f"{'+'.join(self.schemes)}@{self.where}/{self.stagger_s:g}"
 
     @property
-    def buffer_packets(self) -> int:
-        bdp_bytes = self.rate_mbps * 1e6 / 8 * 2 * self.delay_ms / 1e3
-        return max(1, round(self.bdps * bdp_bytes / PACKET_BYTES))
+    def figure(self) -> str:
+        return "second flow's share" if len(self.schemes) == 2 else "Jain's index"
 
     def link(self, extra_keys: str = "") -> Link:
-        spec = (f"rate_mbps={self.rate_mbps:g},delay_ms={self.delay_ms:g},"
-                f"queue=droptail:packets={self.buffer_packets}")
-        return link_from_spec(spec + (f",{extra_keys}" if extra_keys else ""), "--cases")
+        if not extra_keys:
+            return self.base
+        return link_from_spec(f"{self.base.spec},{extra_keys}", "--sim-keys")
+
+
+def constant_link(rate_mbps: float, delay_ms: float, bdps: float) -> Link:
+    bdp_bytes = rate_mbps * 1e6 / 8 * 2 * delay_ms / 1e3
+    packets = max(1, round(bdps * bdp_bytes / PACKET_BYTES))
+    return link_from_spec(f"rate_mbps={rate_mbps:g},delay_ms={delay_ms:g},"
+                          f"queue=droptail:packets={packets}", "--cases")
 
 
 def parse_case(text: str) -> Case:
-    """`A+B@RATE/DELAY/BDPS[/STAGGER]`; UserError naming the item."""
+    """`A+B[+...]@RATE/DELAY/BDPS[/STAGGER]` or `A+B[+...]@LINK[/STAGGER]`; UserError naming
+    the item."""
+    usage = (f"--cases {text!r}: expected FIRST+SECOND[+...]@RATE/DELAY/BDPS[/STAGGER] or "
+             "FIRST+SECOND[+...]@LINK[/STAGGER], e.g. cubic+bbr@24/20/1/5")
+    flows, _, where = text.partition("@")
+    schemes = tuple(flows.split("+"))  # a scheme's parameters take ':'
+    parts = where.split("/")
+    if len(schemes) < 2 or not all(schemes) or not parts[0]:
+        raise UserError(usage)
     try:
-        pair, _, link = text.partition("@")
-        first, second = pair.split("+")  # a scheme's parameters take ':'
-        numbers = [float(x) for x in link.split("/")]
-        if len(numbers) not in (3, 4) or not first or not second:
-            raise ValueError
+        if parts[0][0].isdigit():
+            numbers = [float(x) for x in parts]
+            if len(numbers) not in (3, 4) or numbers[2] <= 0:
+                raise ValueError
+            link, label, stagger = constant_link(*numbers[:3]), "/".join(parts[:3]), numbers[3:]
+        else:
+            if len(parts) > 2:
+                raise ValueError
+            link, label, stagger = resolve_link(parts[0], "--cases"), parts[0], \
+                [float(x) for x in parts[1:]]
     except ValueError:
-        raise UserError(f"--cases {text!r}: expected FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER], "
-                        "e.g. cubic+bbr@24/20/1/5") from None
-    case = Case(first, second, *numbers[:3], numbers[3] if len(numbers) == 4 else 0.0)
-    if case.stagger_s < 0 or case.bdps <= 0:
-        raise UserError(f"--cases {text!r}: the buffer must be positive and the stagger >= 0")
+        raise UserError(usage) from None
+    case = Case(schemes, link, label, stagger[0] if stagger else 0.0)
+    if case.stagger_s < 0:
+        raise UserError(f"--cases {text!r}: the stagger must be >= 0")
     return case
+
+
+def figure(log: Any, duration_ms: float, flows: int) -> float:
+    """The second flow's share while all send, or Jain's index of the shares (3+ flows)."""
+    shares = overlap_shares(log, duration_ms)
+    if flows == 2:
+        return shares.get(1, float("nan"))
+    if len(shares) < flows:
+        return float("nan")  # a flow sent nothing
+    return jain_index([shares[f] for f in sorted(shares)])
 
 
 def kernel_name(scheme: str) -> str:
     return scheme.partition(":")[0]
 
 
-def spread(shares: list[float]) -> dict[str, Any]:
-    values = np.asarray(shares, dtype=float)
-    return {"shares": [round(float(v), 4) for v in values], "mean": float(values.mean()),
+def spread(figures: list[float]) -> dict[str, Any]:
+    values = np.asarray(figures, dtype=float)
+    return {"values": [round(float(v), 4) for v in values], "mean": float(values.mean()),
             "std": float(values.std()), "min": float(values.min()), "max": float(values.max())}
 
 
 def simulated(case: Case, seeds: list[int], duration_s: float, extra_keys: str) -> dict[str, Any]:
-    """ccgym's pair in the simulator once per seed (coexist.run_lineup, as `ccgym eval
-    --against` runs it): the second flow's overlap share per seed."""
+    """ccgym's flows in the simulator once per seed (coexist.run_lineup, as `ccgym eval
+    --against` runs it): the case's figure per seed."""
     duration_ms = duration_s * 1e3
-    lineup = make_lineup(case.second, [case.first], first="competitors")
-    runs = run_lineup(case.link(extra_keys), case.second, lineup, seeds, duration_ms,
+    *others, last = case.schemes
+    lineup = make_lineup(last, others, first="competitors")
+    runs = run_lineup(case.link(extra_keys), last, lineup, seeds, duration_ms,
                       case.stagger_s * 1e3)
-    return spread([overlap_shares(run.log, duration_ms)[1] for run in runs])
+    return spread([figure(run.log, duration_ms, len(case.schemes)) for run in runs])
 
 
 def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any]:
-    """The kernel's pair through the link shell `runs` times (as `ccgym run --scheme kernel:A
-    --against kernel:B` runs it): the second flow's overlap share per run, with the load."""
+    """The kernel's flows through the link shell `runs` times (as `ccgym run --scheme kernel:A
+    --against kernel:B` runs a pair): the case's figure per run, with the load."""
     from ccgym.deploy.shell import run_in_shell
 
     shares, loads, starts = [], [], []
@@ -121,10 +150,10 @@ def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
             # The kernel's scheme of that name, with its own settings (cubic:hystart=1 is
             # kernel:cubic, whose HyStart is on).
-            real = run_in_shell(case.link().spec, [f"kernel:{kernel_name(case.first)}",
-                                                   f"kernel:{kernel_name(case.second)}"],
+            real = run_in_shell(case.link().spec,
+                                [f"kernel:{kernel_name(s)}" for s in case.schemes],
                                 duration_s, seed + i, Path(tmp), interval_s=case.stagger_s)
-        shares.append(overlap_shares(real.log, real.duration_ms).get(1, float("nan")))
+        shares.append(figure(real.log, real.duration_ms, len(case.schemes)))
         loads.append(round(os.getloadavg()[0], 2))
         # Where the second flow did start (a process launched on a busy machine starts late):
         # on deep buffers a head start of a few hundred ms shifts the split.
@@ -136,7 +165,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES),
-                        help="comma-separated FIRST+SECOND@RATE/DELAY/BDPS[/STAGGER]")
+                        help="comma-separated FIRST+SECOND[+...]@RATE/DELAY/BDPS[/STAGGER] or "
+                             "...@LINK[/STAGGER]")
     parser.add_argument("--seeds", type=int, default=5, help="simulated seeds 1..N")
     parser.add_argument("--runs", type=int, default=3, help="kernel runs per case")
     parser.add_argument("--duration-s", type=float, default=30.0)
@@ -160,7 +190,8 @@ def main() -> None:
             raise UserError(f"the kernel half: {reason} (--only sim runs without it)")
     rows = []
     for case in cases:
-        row: dict[str, Any] = {"case": case.name, "link": case.link().spec}
+        row: dict[str, Any] = {"case": case.name, "link": case.link().spec,
+                               "figure": case.figure}
         if "sim" in parts:
             row["sim"] = simulated(case, list(range(1, args.seeds + 1)), args.duration_s,
                                    args.sim_keys)

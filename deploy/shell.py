@@ -22,7 +22,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,10 +207,12 @@ def run_in_shell(link_spec: str, schemes: Sequence[str], duration_s: float, seed
             senders.append((i, sender))
         _wait_for_senders([s for _, s in senders], start, duration_s, progress)
         time.sleep(DRAIN_S)
-        kernel_min_rtt = [_min_rtt_ms(s) for i, s in senders if is_kernel_scheme(schemes[i])]
+        reports = {i: _kernel_report(s) for i, s in senders if is_kernel_scheme(schemes[i])}
 
     tsv = read_tsv_log(shell_log)
-    flow_of = _flow_ids(shell_flow_names(tsv), shell.outside, ports)
+    flow_of = _flow_ids(shell_flow_names(tsv), shell.outside, ports,
+                        {i: port for i, (_, port) in reports.items() if port is not None})
+    kernel_min_rtt = [min_rtt for min_rtt, _ in reports.values()]
     log = packet_log_from_shell(tsv, flow_of)
     duration_ms = duration_s * 1000.0
     opportunities = _core.opportunities(link_spec, duration_ms, seed)
@@ -218,18 +220,29 @@ def run_in_shell(link_spec: str, schemes: Sequence[str], duration_s: float, seed
                     schemes=list(schemes), kernel_min_rtt_ms=kernel_min_rtt)
 
 
-def _flow_ids(names: dict[int, str], outside: str, ports: Sequence[int]) -> dict[int, int]:
-    """The shell's flow ids -> the run's flow index, from each flow's outside port; flows to
-    one port (kernel flows share the TCP receiver) are taken in the order they appeared."""
+def _flow_ids(names: dict[int, str], outside: str, ports: Sequence[int],
+              source_ports: Mapping[int, int] | None = None) -> dict[int, int]:
+    """The shell's flow ids -> the run's flow index, from each flow's outside port and, where
+    known, its inside (source) port: kernel flows share the TCP receiver's port, and flows that
+    start together reach the link in either order. Flows to one port whose source port is not
+    known are taken in the order they appeared."""
+    source_ports = source_ports or {}
     out: dict[int, int] = {}
+    unnamed: list[tuple[int, int]] = []  # (shell id, outside port)
     for shell_id in sorted(names):
         proto, _, rest = names[shell_id].partition(":")
-        far = rest.partition(">")[2]
+        near, _, far = rest.partition(">")
         if proto not in ("tcp", "udp") or far.rpartition(":")[0] != outside:
             continue
-        port = int(far.rpartition(":")[2])
+        port, source = int(far.rpartition(":")[2]), int(near.rpartition(":")[2])
+        owner = [i for i, p in source_ports.items() if p == source and ports[i] == port]
+        if owner:
+            out[shell_id] = owner[0]
+        else:
+            unnamed.append((shell_id, port))
+    for shell_id, port in unnamed:
         for index, wanted in enumerate(ports):
-            if wanted == port and index not in out.values():
+            if wanted == port and index not in out.values() and index not in source_ports:
                 out[shell_id] = index
                 break
     return out
@@ -249,12 +262,15 @@ def _wait_for_senders(senders: Sequence[Process], start: float, duration_s: floa
         sender.wait(timeout_s=STARTUP_TIMEOUT_S)
 
 
-def _min_rtt_ms(sender: Process) -> float:
-    """The minimum RTT the kernel measured on a tcp_bulk sender's socket (its last line)."""
+def _kernel_report(sender: Process) -> tuple[float, int | None]:
+    """What a tcp_bulk sender printed at its end: the minimum RTT the kernel measured on its
+    socket (ms; NaN if none) and its local port (None if none)."""
     assert sender.popen.stdout is not None
     text = sender.popen.stdout.read().decode(errors="replace")
-    match = re.search(r"min_rtt_us=(\d+)", text)
-    return int(match.group(1)) / 1000.0 if match else float("nan")
+    min_rtt = re.search(r"min_rtt_us=(\d+)", text)
+    port = re.search(r"local_port=(\d+)", text)
+    return (int(min_rtt.group(1)) / 1000.0 if min_rtt else float("nan"),
+            int(port.group(1)) if port else None)
 
 
 def run_kernel_scheme(link, scheme: str, seeds: Sequence[int], duration_ms: float,

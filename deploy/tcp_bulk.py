@@ -70,6 +70,9 @@ def send(to: str, cc: str, duration_s: float) -> int:
             sock.send(payload)
         except TimeoutError:
             continue
+    # The local port names this flow in the link shell's log: flows to one receiver that start
+    # together appear in either order.
+    print(f"local_port={sock.getsockname()[1]}", flush=True)
     info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     if len(info) >= TCP_INFO_MIN_RTT_OFFSET + 4:
         (min_rtt_us,) = struct.unpack_from("I", info, TCP_INFO_MIN_RTT_OFFSET)

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <sstream>
 
+#include "common/cpp/splitmix.hh"
+
 namespace ccgym {
 
 LinkDirection::LinkDirection(std::unique_ptr<DeliveryProcess> delivery,
@@ -59,11 +61,7 @@ void LinkDirection::use_opportunity(double at_ms) {
 void LinkDirection::propagate(const Packet& packet, double departed_ms) {
   double arrival_ms = departed_ms + delay_ms_;
   if (jitter_ms_ > 0) {
-    uint64_t z = (jitter_state_ += 0x9e3779b97f4a7c15ULL);  // splitmix64
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    const double uniform = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+    const double uniform = splitmix64_uniform(jitter_state_);
     arrival_ms = std::max(arrival_ms + jitter_ms_ * uniform, last_arrival_ms_);
   }
   last_arrival_ms_ = arrival_ms;

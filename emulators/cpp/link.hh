@@ -67,7 +67,7 @@ class LinkDirection {
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
   double jitter_ms_;
-  // The jitter's own stream (splitmix64, a word of state): the loss draws stay those of a
+  // The jitter's own stream (common/cpp/splitmix.hh): the loss draws stay those of a
   // link without jitter, and a draw costs a few instructions.
   uint64_t jitter_state_;
   double last_arrival_ms_ = 0;  // the path is FIFO: no packet arrives before the one ahead

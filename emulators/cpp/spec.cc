@@ -9,6 +9,7 @@
 
 #include "common/cpp/format.hh"
 #include "common/cpp/packet.hh"
+#include "common/cpp/splitmix.hh"
 #include "emulators/cpp/queue.hh"
 
 namespace ccgym {
@@ -161,10 +162,7 @@ void append_direction(std::vector<std::string>& parts, const DirectionSpec& d,
 
 // Splitmix64: decorrelates the derived streams even for consecutive seeds.
 uint64_t derive_seed(uint64_t seed, uint64_t stream) {
-  uint64_t z = seed * 3 + stream + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed * 3 + stream + kSplitmixIncrement);
 }
 
 class SpecParser {

@@ -607,7 +607,8 @@ TEST(SchemeVegas, LargerAlphaBetaKeepMoreQueued) {
 }
 
 TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
-  auto cc = make_controller("bbr");
+  // A host that takes every ACK in on time: no stall inflates the estimate (below).
+  auto cc = make_controller("bbr:host_stalls_per_s=0");
   FakePath path(*cc, FakeLinkConfig{});
   path.run_until(3000);
   path.measure_from(3000);
@@ -626,6 +627,78 @@ TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
   // The window is 2 BDP: the queue it can build is at most one BDP (40 ms).
   EXPECT_LT(path.mean_queue_delay_ms(), 40);
   EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
+// A host that now and then stalls in taking ACKs in hands bbr's rate samples batches of ACKs
+// that came over a stall, its windowed maximum climbs above the link's rate, and pacing above
+// the rate builds a queue up to the window (as kernel bbr keeps through the link shell).
+TEST(SchemeBbr, HostStallsKeepAQueueUpToTheWindow) {
+  auto queue_ms = [](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, FakeLinkConfig{});
+    path.run_until(5000);
+    path.measure_from(5000);
+    path.run_until(30000);
+    EXPECT_GT(path.utilization(), 0.95);
+    EXPECT_EQ(path.invalid_outputs(), 0u);
+    return path.mean_queue_delay_ms();
+  };
+  const double steady = queue_ms("bbr:host_stalls_per_s=0");
+  const double stalled = queue_ms("bbr");
+  EXPECT_LT(steady, 15);
+  EXPECT_GT(stalled, steady + 25);
+  // The window still bounds it: a BDP (40 ms) beyond the pipe, plus at most extra_acked_max_ms.
+  EXPECT_LT(stalled, 40 + 100);
+}
+
+// Linux's loss recovery: a loss takes the window down to what is in flight for a round
+// (packet conservation); without it a loss leaves bbr's window at its model's target.
+TEST(SchemeBbr, ALossHoldsTheWindowToWhatIsInFlightForARound) {
+  FakeLinkConfig link;
+  link.queue_packets = 10;  // a quarter of a BDP: bbr's probes overflow it
+  auto mean_window = [&](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, link);
+    double sum = 0;
+    int n = 0;
+    for (double t = 3000; t < 9500; t += 1) {  // before PROBE_RTT's window of 4 at 10 s
+      path.run_until(t);
+      sum += cc->window_size();
+      ++n;
+    }
+    EXPECT_EQ(path.invalid_outputs(), 0u);
+    return sum / n;
+  };
+  const double with_recovery = mean_window("bbr");
+  const double without = mean_window("bbr:recovery=0");
+  EXPECT_LT(with_recovery, without - 5);
+}
+
+// Linux's policer estimate: intervals of 20% loss or more at one delivery rate pin the
+// bandwidth to that rate, at pacing gain 1 for 48 rounds (here about 2 s), where otherwise
+// the gain cycles every round trip.
+TEST(SchemeBbr, SteadyHeavyLossPinsThePacingRate) {
+  FakeLinkConfig link;
+  link.loss = 0.3;
+  auto longest_constant_pacing_ms = [&](const std::string& scheme) {
+    auto cc = make_controller(scheme);
+    FakePath path(*cc, link);
+    double longest = 0, since = 5000, last = -1;
+    for (double t = 5000; t < 30000; t += 1) {
+      path.run_until(t);
+      const double rate = cc->pacing_rate_mbps();
+      if (rate != last) {
+        since = t;
+        last = rate;
+      }
+      longest = std::max(longest, t - since);
+    }
+    return longest;
+  };
+  const double with_estimate = longest_constant_pacing_ms("bbr");
+  const double without = longest_constant_pacing_ms("bbr:long_term_bw=0");
+  EXPECT_GT(with_estimate, 1500);
+  EXPECT_GT(with_estimate, 2 * without);
 }
 
 TEST(SchemeBbr, ReachesNinetyPercentOfAShallowBufferedLink) {

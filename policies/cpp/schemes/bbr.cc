@@ -30,6 +30,7 @@
 #include <random>
 
 #include "common/cpp/ring.hh"
+#include "common/cpp/splitmix.hh"
 #include "policies/cpp/schemes/schemes.hh"
 
 namespace ccgym::schemes {
@@ -48,6 +49,10 @@ constexpr int kFullBwRounds = 3;
 constexpr uint64_t kExtraAckedWindowRounds = 5;  // each of the two extra_acked slots
 constexpr double kMinQuantumPackets = 2;         // the kernel's smallest TSO burst
 constexpr double kQuantumBudgetQuanta = 3;       // tcp_bbr.c's quantization budget
+constexpr uint64_t kLongTermMinRounds = 4;       // a long-term interval: 4 to 16 rounds
+constexpr double kLongTermLossRate = 50.0 / 256; // lost / delivered that ends an interval
+constexpr double kLongTermSameRate = 4000.0 / kDataPacketBytes / 1000;  // 4 kB/s, packets/ms
+constexpr uint64_t kLongTermUseRounds = 48;      // rounds the long-term bandwidth stands
 
 // How the window's headroom is modelled on the kernel's (see the file's comment).
 struct KernelHeadroom {
@@ -55,12 +60,19 @@ struct KernelHeadroom {
   double extra_acked_max_ms;
   double quantum_ms;
   double pacing_margin;
+  double host_stalls_per_s;
+  double host_stall_ms;
+  bool recovery;        // tcp_bbr.c's window in loss recovery
+  bool long_term_bw;    // tcp_bbr.c's long-term bandwidth (policer) estimate
 };
 
 class Bbr final : public Controller {
  public:
   Bbr(double cwnd_gain, KernelHeadroom headroom, uint64_t seed)
-      : cwnd_gain_(cwnd_gain), headroom_(headroom), rng_(seed) {
+      : cwnd_gain_(cwnd_gain),
+        headroom_(headroom),
+        rng_(seed),
+        noise_state_(splitmix64_mix(seed)) {
     for (BwSlot& s : btlbw_slots_) s = BwSlot{0, 0, false};
   }
 
@@ -74,13 +86,20 @@ class Bbr final : public Controller {
       delivered_ms_ = send_ms;
     }
     sent_.push_back(SentRecord{seq, delivered_, delivered_ms_, first_sent_ms_, send_ms});
+    highest_sent_seq_ = seq;
   }
 
   void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
               double ack_ms) override {
     // send_ms, ack_ms: sender clock.
+    ack_ms = noisy_ack_ms(ack_ms);
     now_ms_ = ack_ms;
-    while (!sent_.empty() && sent_.front().seq < seq) sent_.pop_front();  // lost
+    double losses = 0;
+    while (!sent_.empty() && sent_.front().seq < seq) {  // lost
+      sent_.pop_front();
+      losses += 1;
+    }
+    lost_ += losses;
     bool have_record = false;
     SentRecord rec{};
     if (!sent_.empty() && sent_.front().seq == seq) {
@@ -107,6 +126,7 @@ class Bbr final : public Controller {
         next_round_delivered_ = delivered_;
         ++round_count_;
         round_start = true;
+        packet_conservation_ = false;  // it lasts the first round of a recovery
       }
       const double send_elapsed = rec.send_ms - rec.first_sent_ms;
       const double ack_elapsed = ack_ms - rec.delivered_ms;
@@ -115,12 +135,14 @@ class Bbr final : public Controller {
       if (interval > 0 && (!have_rtprop_ || interval >= rtprop_ms_)) {
         update_btlbw((delivered_ - rec.delivered) / interval);
       }
+      if (headroom_.long_term_bw) sample_long_term_bw(round_start, losses > 0, ack_ms);
       update_ack_aggregation(round_start, ack_ms);
     }
 
     const double in_flight = static_cast<double>(sent_.size());
     update_mode(round_start, rtprop_expired, in_flight);
-    update_cwnd();
+    if (!headroom_.recovery || !window_in_recovery(seq, losses, in_flight)) update_cwnd();
+    if (mode_ == Mode::kProbeRtt) cwnd_ = std::min(cwnd_, kMinCwnd);
     update_pacing();
   }
 
@@ -144,6 +166,108 @@ class Bbr final : public Controller {
     bool used;
   };
 
+  // When the host's stack takes the ACK in. The host stalls now and then (host_stalls_per_s,
+  // a Poisson process; each stall exponential with mean host_stall_ms); an ACK that comes
+  // during a stall is taken in at its end, with every other that waited, as one batch.
+  double noisy_ack_ms(double ack_ms) {
+    if (headroom_.host_stalls_per_s <= 0 || headroom_.host_stall_ms <= 0) return ack_ms;
+    if (ack_ms >= stall_end_ms_) {
+      const double since_ms = std::max(0.0, ack_ms - last_ack_ms_);
+      const double p_stall = 1 - std::exp(-headroom_.host_stalls_per_s * since_ms / 1000);
+      if (splitmix64_uniform(noise_state_) < p_stall) {
+        const double start_ms = last_ack_ms_ + since_ms * splitmix64_uniform(noise_state_);
+        const double length_ms =
+            -headroom_.host_stall_ms * std::log1p(-splitmix64_uniform(noise_state_));
+        stall_end_ms_ = start_ms + length_ms;
+      }
+    }
+    last_ack_ms_ = ack_ms;
+    return std::max(ack_ms, stall_end_ms_);
+  }
+
+  // The bandwidth the model uses: the long-term estimate while it stands, else btlbw.
+  double bw() const { return long_term_in_use_ ? long_term_bw_ : btlbw_; }
+
+  // tcp_bbr.c's bbr_set_cwnd_to_recover_or_restore. Recovery (as TCP's: from a loss until the
+  // ACK of what was sent then) takes each loss off the window, holds the window at what is in
+  // flight for its first round (packet conservation), and restores it when it ends. True while
+  // the window is conservation's, not the model's.
+  bool window_in_recovery(uint64_t seq, double losses, double in_flight) {
+    double cwnd = cwnd_;
+    if (losses > 0) cwnd = std::max(cwnd - losses, 1.0);
+    if (!in_recovery_ && losses > 0) {
+      in_recovery_ = true;
+      recovery_end_seq_ = highest_sent_seq_;
+      prior_cwnd_ = mode_ == Mode::kProbeRtt ? std::max(prior_cwnd_, cwnd_) : cwnd_;
+      packet_conservation_ = true;
+      next_round_delivered_ = delivered_;  // the conservation round starts now
+      cwnd = in_flight + 1;
+    } else if (in_recovery_ && seq >= recovery_end_seq_) {
+      in_recovery_ = false;
+      packet_conservation_ = false;
+      cwnd = std::max(cwnd, prior_cwnd_);
+    }
+    cwnd_ = cwnd;
+    if (!packet_conservation_) return false;
+    cwnd_ = clamp_window(std::max(cwnd_, in_flight + 1));
+    return true;
+  }
+
+  // tcp_bbr.c's bbr_lt_bw_sampling: two intervals of 4-16 rounds, each ending at a loss with
+  // at least 20% lost, whose delivery rates agree within 1/8 mean a policer; their mean is
+  // then the bandwidth, at pacing gain 1, for 48 rounds of PROBE_BW.
+  void sample_long_term_bw(bool round_start, bool lost, double ack_ms /* sender clock */) {
+    if (long_term_in_use_) {
+      if (mode_ == Mode::kProbeBw && round_start && ++long_term_rounds_ >= kLongTermUseRounds) {
+        reset_long_term_bw();
+        enter_probe_bw();
+      }
+      return;
+    }
+    if (!long_term_sampling_) {
+      if (!lost) return;  // a policer's tokens run out at the first loss: start there
+      start_long_term_interval(ack_ms);
+      long_term_sampling_ = true;
+    }
+    if (round_start) ++long_term_rounds_;
+    if (long_term_rounds_ < kLongTermMinRounds) return;
+    if (long_term_rounds_ > 4 * kLongTermMinRounds) {
+      reset_long_term_bw();
+      return;
+    }
+    if (!lost) return;
+    const double lost_in = lost_ - long_term_lost_;
+    const double delivered_in = delivered_ - long_term_delivered_;
+    if (delivered_in <= 0 || lost_in < kLongTermLossRate * delivered_in) return;
+    const double elapsed_ms = ack_ms - long_term_stamp_ms_;
+    if (elapsed_ms < 1) return;
+    const double rate = delivered_in / elapsed_ms;
+    if (long_term_bw_ > 0 && (std::abs(rate - long_term_bw_) <= long_term_bw_ / 8 ||
+                              std::abs(rate - long_term_bw_) <= kLongTermSameRate)) {
+      long_term_bw_ = (rate + long_term_bw_) / 2;
+      long_term_in_use_ = true;
+      if (mode_ == Mode::kProbeBw) pacing_gain_ = 1;
+      long_term_rounds_ = 0;
+      return;
+    }
+    long_term_bw_ = rate;
+    start_long_term_interval(ack_ms);
+  }
+
+  void start_long_term_interval(double ack_ms) {
+    long_term_stamp_ms_ = ack_ms;
+    long_term_delivered_ = delivered_;
+    long_term_lost_ = lost_;
+    long_term_rounds_ = 0;
+  }
+
+  void reset_long_term_bw() {
+    long_term_bw_ = 0;
+    long_term_in_use_ = false;
+    long_term_sampling_ = false;
+    start_long_term_interval(now_ms_);
+  }
+
   void update_btlbw(double rate) {
     BwSlot& slot = btlbw_slots_[round_count_ % kBtlBwRounds];
     if (!slot.used || slot.round != round_count_) {
@@ -164,7 +288,7 @@ class Bbr final : public Controller {
       extra_acked_slot_ ^= 1;
       extra_acked_[extra_acked_slot_] = 0;
     }
-    double expected = btlbw_ * (ack_ms - ack_epoch_ms_);
+    double expected = bw() * (ack_ms - ack_epoch_ms_);
     // ACKs at or below the modelled rate: a new epoch starts here.
     if (ack_epoch_acked_ <= expected) {
       ack_epoch_acked_ = 0;
@@ -179,7 +303,7 @@ class Bbr final : public Controller {
   double aggregation_headroom() const {
     if (!filled_pipe_) return 0;
     const double extra = std::max(extra_acked_[0], extra_acked_[1]);
-    return std::min(headroom_.extra_acked_gain * extra, btlbw_ * headroom_.extra_acked_max_ms);
+    return std::min(headroom_.extra_acked_gain * extra, bw() * headroom_.extra_acked_max_ms);
   }
 
   // tcp_bbr.c's bbr_quantization_budget, with a send quantum of quantum_ms at the pacing rate.
@@ -193,8 +317,8 @@ class Bbr final : public Controller {
   }
 
   double bdp(double gain) const {
-    if (!have_rtprop_ || btlbw_ <= 0) return kInitialWindow;
-    return gain * btlbw_ * rtprop_ms_;
+    if (!have_rtprop_ || bw() <= 0) return kInitialWindow;
+    return gain * bw() * rtprop_ms_;
   }
 
   void enter_probe_bw() {
@@ -204,8 +328,13 @@ class Bbr final : public Controller {
     std::uniform_int_distribution<int> pick(0, static_cast<int>(kCycleGains.size()) - 2);
     cycle_index_ = pick(rng_);
     if (cycle_index_ >= kDrainPhase) ++cycle_index_;
-    pacing_gain_ = kCycleGains[static_cast<std::size_t>(cycle_index_)];
+    pacing_gain_ = cycle_gain();
     cycle_stamp_ms_ = now_ms_;
+  }
+
+  // The gain of the cycle's phase; 1 throughout while the long-term bandwidth stands.
+  double cycle_gain() const {
+    return long_term_in_use_ ? 1 : kCycleGains[static_cast<std::size_t>(cycle_index_)];
   }
 
   void update_mode(bool round_start, bool rtprop_expired, double in_flight) {
@@ -234,7 +363,7 @@ class Bbr final : public Controller {
       }
       if (advance) {
         cycle_index_ = (cycle_index_ + 1) % static_cast<int>(kCycleGains.size());
-        pacing_gain_ = kCycleGains[static_cast<std::size_t>(cycle_index_)];
+        pacing_gain_ = cycle_gain();
         cycle_stamp_ms_ = now_ms_;
       }
     }
@@ -276,13 +405,11 @@ class Bbr final : public Controller {
     } else if (cwnd_ < target || delivered_ < kInitialWindow) {
       cwnd_ += 1;
     }
-    cwnd_ = std::max(cwnd_, kMinCwnd);
-    if (mode_ == Mode::kProbeRtt) cwnd_ = std::min(cwnd_, kMinCwnd);
-    cwnd_ = clamp_window(cwnd_);
+    cwnd_ = clamp_window(std::max(cwnd_, kMinCwnd));
   }
 
   void update_pacing() {
-    const double rate = pacing_gain_ * btlbw_ * (1 - headroom_.pacing_margin);
+    const double rate = pacing_gain_ * bw() * (1 - headroom_.pacing_margin);
     // Startup only raises the rate: an early low sample must not slow the ramp.
     if (filled_pipe_ || rate > pacing_rate_) pacing_rate_ = rate;
   }
@@ -290,6 +417,9 @@ class Bbr final : public Controller {
   double cwnd_gain_;
   KernelHeadroom headroom_;
   std::mt19937_64 rng_;
+  uint64_t noise_state_;            // the ACK noise's own stream: rng_'s draws stay as they were
+  double last_ack_ms_ = 0;          // sender clock: the latest ACK as it came
+  double stall_end_ms_ = 0;         // sender clock: the end of the latest stall
   Mode mode_ = Mode::kStartup;
   double pacing_gain_ = kHighGain;
   double cwnd_gain_now_ = kHighGain;
@@ -325,12 +455,28 @@ class Bbr final : public Controller {
   uint64_t extra_acked_rounds_ = 0;
   double ack_epoch_ms_ = 0;  // sender clock
   double ack_epoch_acked_ = 0;
+
+  double lost_ = 0;  // packets
+  uint64_t highest_sent_seq_ = 0;
+  bool in_recovery_ = false;
+  bool packet_conservation_ = false;
+  uint64_t recovery_end_seq_ = 0;
+
+  bool long_term_sampling_ = false;
+  bool long_term_in_use_ = false;
+  double long_term_bw_ = 0;  // packets per ms
+  uint64_t long_term_rounds_ = 0;
+  double long_term_stamp_ms_ = 0;  // sender clock
+  double long_term_delivered_ = 0;
+  double long_term_lost_ = 0;
 };
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t seed) {
   const KernelHeadroom headroom{param(params, "extra_acked_gain"),
                                 param(params, "extra_acked_max_ms"), param(params, "quantum_ms"),
-                                param(params, "pacing_margin")};
+                                param(params, "pacing_margin"), param(params, "host_stalls_per_s"),
+                                param(params, "host_stall_ms"), param(params, "recovery") != 0,
+                                param(params, "long_term_bw") != 0};
   return std::make_unique<Bbr>(param(params, "cwnd_gain"), headroom, seed);
 }
 
@@ -351,7 +497,20 @@ SchemeEntry bbr_scheme() {
              "headroom (Linux: 1 ms, its TSO autosizing; 0: none)",
              at_least(0)},
             {"pacing_margin", 0.01, "pace this fraction below gain x btlbw (Linux: 1%)",
-             in_closed(0, 0.5)}}},
+             in_closed(0, 0.5)},
+            {"host_stalls_per_s", 40,
+             "the host's stalls in taking ACKs in, per second (a Poisson process; 0: none; "
+             "40 with host_stall_ms 2: kernel bbr through the link shell)",
+             in_closed(0, 1000)},
+            {"host_stall_ms", 2, "a stall's mean length (exponential)", in_closed(0, 100)},
+            {"recovery", 1,
+             "1: Linux's window in loss recovery (each loss off, packet conservation for a "
+             "round, restored after); 0: losses leave the window alone",
+             in_closed(0, 1)},
+            {"long_term_bw", 1,
+             "1: Linux's policer estimate (two intervals of >= 20% loss at one delivery rate "
+             "pin the bandwidth to it for 48 rounds); 0: none",
+             in_closed(0, 1)}}},
           &make};
 }
 
