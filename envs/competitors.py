@@ -1,6 +1,6 @@
 """What shares the link with the learned flow: the EnvConfig's competitors, drawn per episode.
 
-Config (fields of envs/link_env.py's EnvConfig):
+Config (fields of envs/config.py's EnvConfig):
 
     competitors = ["none", "cubic", "bbr", "copa", "vegas", "self", "self:2", "cubic+self"]
     competitor_starts = ["before", "with", "after"]

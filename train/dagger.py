@@ -14,7 +14,7 @@ Each iteration i = 1, 2, ...:
 
 Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
 (train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the RolloutPool (train/pool.py), one SharedLinks per task (N simulations stepped
+Rollouts run on the RolloutPool (train/pool.py), one Engine per task (N simulations stepped
 together in C++); everything a rollout needs travels in a RolloutTask, as on a cluster node.
 
 On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
@@ -40,8 +40,8 @@ from gymnasium.utils import seeding
 from torch import nn
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig, LinkProfile, link_profile, resolve_env_links
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import Engine, LinkProfile, resolve_profiles
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
@@ -74,7 +74,7 @@ class RolloutTask:
 
     worker_index: int  # unique over the run (iteration and task)
     num_envs: int  # simulations; each holds one learned flow per "self" competitor more
-    env_config: EnvConfig  # for ccgym.envs.shared_link.SharedLinks (links, competitors, ...)
+    env_config: EnvConfig  # for ccgym.envs.engine.Engine (links, competitors, ...)
     seed: int  # simulation i draws its episode from np_random(seed + i)
     beta: float
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
@@ -86,7 +86,7 @@ class RolloutTask:
 
 @dataclass
 class RolloutResult:
-    # E episodes: one per learned flow (row of SharedLinks), each from its flow's start
+    # E episodes: one per learned flow (row of the Engine), each from its flow's start
     obs: np.ndarray        # (E, T, OBS_DIM) float32
     labels: np.ndarray     # (E, T) int64, the expert's action at each observation
     lengths: np.ndarray    # (E,) steps recorded per episode (T unless it started late or
@@ -104,7 +104,7 @@ class RolloutResult:
 def run_rollout(task: RolloutTask) -> RolloutResult:
     """Rolls out one batch of simulations; runs in a Ray worker or in-process.
 
-    Every learned flow of every simulation is a row of SharedLinks (envs/shared_link.py):
+    Every learned flow of every simulation is a row of the Engine (envs/engine.py):
     flow_0 and one more per "self" competitor, each driven by the same expert-policy mixture
     with its own coins, labelled by the shared expert, and recorded as an episode of its own
     from its start to its stop. Alone on the link (competitors ["none"]) simulation i is
@@ -112,7 +112,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
+    links = Engine(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -168,8 +168,7 @@ def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
 
 def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
     """The training links resolved once, by the driver; tasks carry them, workers parse none."""
-    env_config = rollout_env_config(config, train_specs)
-    return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
+    return resolve_profiles(rollout_env_config(config, train_specs))
 
 
 def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteration: int,

@@ -8,7 +8,7 @@ public EnvRunner base, without RLlib's per-env connector work); its learner conn
 episodes into max_seq_len chunks, bootstrap the truncated ends and compute GAE; its PPO
 learner minibatches and steps Adam. ccgym uses RLlib's public API only (its documented
 RLModule hooks included), on the Ray minor release pyproject.toml names. The reward is the
-documented one of envs/link_env.py, multiplied by [ppo] reward_scale (the shape is unchanged).
+documented one of envs/engine.py, multiplied by [ppo] reward_scale (the shape is unchanged).
 
 Ppo is a trainer on the loop every trainer shares (train/loop.py: validation, best-keeping,
 patience, checkpoints, TensorBoard; PPO adds the tags losses/ (policy, value, entropy, KL) and

@@ -12,7 +12,7 @@ max_seq_len chunks and compute its GAE from its own rewards, and the learner upd
 module on all of them.
 The resulting module is the single-flow policy.pt `ccgym eval` takes, warm-started like it.
 
-Per-flow reward: each agent's own step reward (envs/link_env.py) times [ppo] reward_scale,
+Per-flow reward: each agent's own step reward (envs/engine.py) times [ppo] reward_scale,
 plus, with [ppo] fair_share_weight w > 0, a Gaussian around the fair share (after Sage):
 
     w * exp(-((rate - fair) / (sigma * fair))^2)

@@ -311,7 +311,7 @@ class DaggerSection:
                                               "sender can learn to read.", SHARES)
     random_start: float = described(0.0, "The share of training episodes that start from a "
                                     "random window, from one packet to four BDPs, held for up "
-                                    "to 3 s (envs/link_env.py start_window): without them no "
+                                    "to 3 s (envs/engine.py start_window): without them no "
                                     "episode leads to a tiny window on a fast link.",
                                     PROBABILITY)
 
@@ -324,7 +324,7 @@ class PpoSection:
                                "weights the actor starts from, relative to the working "
                                'directory; "": from scratch. The value head always starts '
                                "fresh.")
-    reward_scale: float = described(0.02, "The reward of envs/link_env.py multiplied by this: "
+    reward_scale: float = described(0.02, "The reward of envs/engine.py multiplied by this: "
                                     "the value head shares the actor's LSTM, so unscaled "
                                     "returns of -10 to -200 would make the value loss drown "
                                     "the policy's gradient.", POSITIVE)

@@ -13,7 +13,7 @@ import torch
 
 from ccgym.cli import main
 from ccgym.emulators import _core
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.engine import Engine
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
 from ccgym.policies.lstm import LstmPolicy, action_log_changes
 from ccgym.train.dagger import (IGNORE_LABEL, beta_for, imitation_loss, make_tasks,
@@ -61,7 +61,7 @@ def test_tasks_carry_the_links_the_driver_resolved_and_workers_use_them_as_they_
              for i, link in enumerate(resolve_rollout_links(config, TRAIN_LINKS))]
     task = pickle.loads(pickle.dumps(make_tasks(config, links, 1, None)[0]))  # as a worker gets it
     assert task.links == tuple(links)
-    shared = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links)
+    shared = Engine(task.num_envs, task.env_config, task.threads, profiles=task.links)
     shared.reset_sim(0, np.random.default_rng(0))
     assert shared.links == [] and shared.episode(0)[0].name.startswith("driver-")
     # The same rollouts as a worker that resolves the specs itself.

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from ccgym.emulators import _core
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.engine import Engine
 from ccgym.envs.vector import VecLinkEnv
 from ccgym.train.config import TrainConfig, parse_config
 from ccgym.train.dagger import RolloutTask, make_tasks, resolve_rollout_links, run_rollout
@@ -34,9 +34,9 @@ def shared_config(**links: Any) -> TrainConfig:
     return parse_config(doc, "shared")
 
 
-def started(task: RolloutTask) -> SharedLinks:
+def started(task: RolloutTask) -> Engine:
     """The task's simulations, drawn as run_rollout draws them."""
-    links = SharedLinks(task.num_envs, task.env_config)
+    links = Engine(task.num_envs, task.env_config)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     return links
@@ -44,7 +44,7 @@ def started(task: RolloutTask) -> SharedLinks:
 
 def expert_replay(task: RolloutTask) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each learned flow's (observations, expert actions) while it sends, the expert driving
-    every flow: a flow at a time, read from SharedLinks step by step."""
+    every flow: a flow at a time, read from Engine step by step."""
     links = started(task)
     rows = links.first_step()
     seen: list[tuple[list[np.ndarray], list[int]]] = [([], []) for _ in range(links.num_rows)]
