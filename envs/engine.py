@@ -36,9 +36,9 @@ adapters that give an Engine gymnasium's or RLlib's shape.
   the flow is alone, else its max-min fair window (oracle/shared.py says why).
 - episodes never terminate; they truncate after ceil(episode_ms / STEP_MS) steps.
 
-Links: the config's links resolved once into LinkProfiles (name, spec, mean rate, delay,
-ideal window), either given (a trainer's driver resolves them once for all its workers:
-nothing is parsed again) or resolved here, each at its first episode. The oracle's window of
+Links: the config's links resolved once into LinkProfiles (envs/config.py: name, spec, mean
+rate, delay, ideal window), either given (a trainer's driver resolves them once for all its
+workers: nothing is parsed again) or resolved here, each at its first episode. The oracle's window of
 a link uses the config's oracle_seed, oracle_duration_ms and oracle_lookbacks (for links
 whose ideal is not the BDP, a search of a few seconds; cached on disk).
 
@@ -49,19 +49,17 @@ generator state gives the same episode, whichever adapter runs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from gymnasium import spaces
 
 from ccgym.emulators import _core
-from ccgym.emulators.link_facts import bdp_packets, mean_rate_mbps
+from ccgym.emulators.link_facts import bdp_packets
 from ccgym.emulators.links import Link
 from ccgym.envs.competitors import SELF, Scenario, draw_scenario, parse_entry
-from ccgym.envs.config import EnvConfig, resolve_env_links
-from ccgym.oracle.ideal import ConstantIdealWindow, IdealWindow, TraceIdealWindow, ideal_window
+from ccgym.envs.config import EnvConfig, LinkProfile
+from ccgym.oracle.ideal import ConstantIdealWindow, TraceIdealWindow
 from ccgym.oracle.shared import fair_windows
 
 # An idle step scores ln(1/100) on throughput rather than -inf.
@@ -93,39 +91,6 @@ def observation_space() -> spaces.Box:
 
 def action_space() -> spaces.Discrete:
     return spaces.Discrete(_core.NUM_ACTIONS)
-
-
-# ---------------------------------------------------------------- links
-
-@dataclass(frozen=True)
-class LinkProfile:
-    """What an episode needs of a link, computed once per link; picklable, so a trainer's
-    driver resolves it once and its workers use it as it is."""
-
-    name: str
-    spec: str
-    rate_mbps: float   # mean delivery rate: the throughput of a full link
-    delay_ms: float    # one-way propagation delay
-    ideal: IdealWindow
-
-
-def link_profile(link: Link, config: EnvConfig) -> LinkProfile:
-    """The link's profile with the config's oracle settings."""
-    return _link_profile(link, config.oracle_seed, config.oracle_duration_ms,
-                         tuple(config.oracle_lookbacks))
-
-
-@lru_cache(maxsize=4096)
-def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
-                  oracle_lookbacks: tuple[float, ...]) -> LinkProfile:
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms, oracle_lookbacks))
-
-
-def resolve_profiles(config: EnvConfig) -> list[LinkProfile]:
-    """Every link of the config, resolved now (a driver's once-for-all)."""
-    return [link_profile(link, config) for link in resolve_env_links(config.links)]
 
 
 # ---------------------------------------------------------------- an episode's draws
@@ -237,14 +202,15 @@ class Engine:
     docstring."""
 
     def __init__(self, num_sims: int, config: EnvConfig, threads: int = 1,
-                 allow_self: bool = True, profiles: Sequence[LinkProfile] | None = None) -> None:
-        """profiles: config.links already resolved (link_profile, with config's oracle
-        settings), used as they are; None: config.links are resolved here, each link's
-        profile at its first episode. threads: VecSimulator's (0: chosen by size)."""
+                 allow_self: bool = True) -> None:
+        """config's links as LinkProfiles (EnvConfig.resolved) are used as they are; named,
+        they are resolved here, each link's profile at its first episode. threads:
+        VecSimulator's (0: chosen by size)."""
         self.config = config
-        self._links: list[Link] = [] if profiles else resolve_env_links(config.links)
+        given = config.profiles
+        self._links: list[Link] = [] if given else config.named_links()
         self._profiles: list[LinkProfile | None] = (
-            list(profiles) if profiles else [None] * len(self._links))
+            list(given) if given else [None] * len(self._links))
         self.entries = [parse_entry(e) for e in config.competitors]
         if not allow_self and any(SELF in flows for flows in self.entries):
             raise ValueError(f"EnvConfig: competitors: 'self' needs the multi-agent env "
@@ -277,7 +243,7 @@ class Engine:
         """The profile of the config's link at index."""
         profile = self._profiles[index]
         if profile is None:
-            profile = self._profiles[index] = link_profile(self._links[index], self.config)
+            profile = self._profiles[index] = self.config.profile(self._links[index])
         return profile
 
     def reset_sim(self, i: int, rng: np.random.Generator) -> None:

@@ -13,9 +13,8 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from ccgym.emulators import _core
-from ccgym.envs.config import EnvConfig, resolve_env_links
-from ccgym.envs.engine import (DELAY_FLOOR_MS, THROUGHPUT_FLOOR, draw_episode, link_profile,
-                               start_window)
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import DELAY_FLOOR_MS, THROUGHPUT_FLOOR, draw_episode, start_window
 from ccgym.oracle.ideal import expert_action
 
 
@@ -24,14 +23,14 @@ class ScalarLinkEnv:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = EnvConfig.build(config)
-        self.links = resolve_env_links(self.config.links)
+        self.links = self.config.named_links()
         self.rng: np.random.Generator | None = None
 
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         if seed is not None or self.rng is None:
             self.rng, _ = seeding.np_random(seed)
         index, sim_seed = draw_episode(self.rng, len(self.links))
-        self.profile = link_profile(self.links[index], self.config)
+        self.profile = self.config.profile(self.links[index])
         self.sim = _core.Simulator(self.profile.spec, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)],
                                    sim_seed, False)
         window, self.held = start_window(self.rng, self.profile, self.config)

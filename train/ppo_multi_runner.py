@@ -47,7 +47,6 @@ import torch
 from gymnasium.utils import seeding
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from ccgym.envs.config import EnvConfig
 from ccgym.envs.engine import Engine, action_space, observation_space
 from ccgym.envs.multi_agent import agent_id
 from ccgym.train.ppo_module import LstmActorCritic
@@ -68,8 +67,8 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
 
     def make_env(self) -> None:
         """The runner's simulations, from the env config (FairShareEnv's)."""
-        self.fair, values = FairShare.split(self.config.env_config)
-        self.env = Engine(self.num_envs, EnvConfig.build(values))
+        self.fair = self.config.env_config["fair_share"]
+        self.env = Engine(self.num_envs, self.config.env_config["config"])
         self.rngs = []
 
     def make_module(self) -> None:
