@@ -150,7 +150,7 @@ class EnvConfig:
         """The links as resolved LinkProfiles, when they are given so; else None."""
         links = self.links
         if isinstance(links, (list, tuple)) and links and isinstance(links[0], LinkProfile):
-            return tuple(links)  # type: ignore[arg-type]  # all are (the rule)
+            return tuple(links)
         return None
 
     def named_links(self) -> list[Link]:
