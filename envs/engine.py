@@ -219,11 +219,13 @@ class Engine:
         # the link's ideal, known before the step, so the step's threads label it.
         self.alone = all(not flows for flows in self.entries)
         self.num_sims = num_sims
+        self.episode_steps = config.episode_steps
         self.vec = _core.VecSimulator(num_sims, threads)
         self.scenarios: list[Scenario | None] = [None] * num_sims
         self.profiles: list[LinkProfile | None] = [None] * num_sims
         self.steps = np.zeros(num_sims, dtype=np.int64)
         self.held = np.zeros(num_sims, dtype=np.int64)   # see start_window
+        self._any_held = False  # some simulation may still hold its start window
         self.link_index = np.zeros(num_sims, dtype=np.int64)
         self.begin_ms = np.zeros(num_sims)   # each simulation's clock at its first step
         self._reset: set[int] = set()
@@ -231,9 +233,13 @@ class Engine:
         self._rewards = Rewards(np.zeros(0), np.zeros(0), config)
         self._constant_ideal = np.zeros(num_sims)
         self._varying_ideal: list[tuple[TraceIdealWindow, np.ndarray]] = []  # (window, its sims)
-        # The rows' expert actions and ideal windows now, when the step computed them.
+        # Where no link's ideal varies: each row's ideal window and its expert's window (alone).
+        self._constant_rows = np.zeros(0)
+        self._constant_targets = np.zeros(0)
+        # The rows' expert actions and ideal windows now, when known (None: not yet).
         self._expert: np.ndarray | None = None
         self._ideal: np.ndarray | None = None
+        self._expert_out = np.zeros(0, dtype=np.int64)  # what an alone step labels into
 
     @property
     def num_links(self) -> int:
@@ -264,6 +270,7 @@ class Engine:
         self.scenarios[i], self.profiles[i] = scenario, profile
         self.link_index[i], self.begin_ms[i] = index, scenario.begin_ms
         self.steps[i] = 0
+        self._any_held = self._any_held or self.held[i] > 0
         self._reset.add(i)
         self._expert = self._ideal = None
 
@@ -287,30 +294,35 @@ class Engine:
         """The rows as they are after reset: observations, no reward, nothing delivered."""
         self._refresh_rows()
         return RowStep(self.vec.observations(), np.zeros(self.num_rows), self.vec.stats().T,
-                       self.steps >= self.config.episode_steps)
+                       self.steps >= self.episode_steps)
 
     def step(self, actions: np.ndarray) -> RowStep:
         """Applies one action per row (-1 keeps the window) and steps every simulation."""
         self._refresh_rows()
-        holding = self.steps < self.held
-        if holding.any():  # only early in an episode with a random start (start_window)
-            actions = np.where(holding[self._row_sim], _core.HOLD_ACTION, actions)
+        if self._any_held:  # only early in an episode with a random start (start_window)
+            holding = self.steps < self.held
+            if holding.any():
+                actions = np.where(holding[self._row_sim], _core.HOLD_ACTION, actions)
+            else:
+                self._any_held = False
         actions = np.ascontiguousarray(actions, dtype=np.int32)
         rows = len(actions)
         obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
         columns = np.empty((_core.STAT_COLUMNS, rows))
         if self.alone:
             # The expert labels the observations after the step: the ideal windows then.
-            self._ideal = self._ideal_windows(self.steps + 1)
-            self._expert = np.empty(rows, dtype=np.int64)
-            self.vec.step(actions, obs, columns, _expert_windows_alone(self._ideal),
-                          self._expert)
+            if self._varying_ideal:
+                self._ideal = self._ideal_windows(self.steps + 1)
+                targets = _expert_windows_alone(self._ideal)
+            else:
+                self._ideal, targets = self._constant_rows, self._constant_targets
+            self.vec.step(actions, obs, columns, targets, self._expert_out)
+            self._expert = self._expert_out
         else:
             self._expert = self._ideal = None
             self.vec.step(actions, obs, columns)
         self.steps += 1
-        return RowStep(obs, self._rewards(columns), columns,
-                       self.steps >= self.config.episode_steps)
+        return RowStep(obs, self._rewards(columns), columns, self.steps >= self.episode_steps)
 
     def ideal_windows(self) -> np.ndarray:
         """Each row's link's ideal window (the oracle's, for a flow alone) now."""
@@ -337,12 +349,13 @@ class Engine:
     def _ideal_windows(self, steps: np.ndarray) -> np.ndarray:
         """Each row's ideal window after `steps` steps of its simulation: constant links'
         from the last refresh, one oracle call per other distinct link, all its simulations'
-        clocks at once."""
+        clocks at once. Not to be written to (it may be the constant rows')."""
+        if not self._varying_ideal:
+            return self._constant_rows
         ideal = self._constant_ideal.copy()
-        if self._varying_ideal:
-            now = self.begin_ms + steps * _core.STEP_MS
-            for window, sims in self._varying_ideal:
-                ideal[sims] = window.windows(now[sims])
+        now = self.begin_ms + steps * _core.STEP_MS
+        for window, sims in self._varying_ideal:
+            ideal[sims] = window.windows(now[sims])
         return ideal[self._row_sim]
 
     def _group_ideal_windows(self) -> None:
@@ -373,6 +386,9 @@ class Engine:
             propagation += [p.delay_ms] * n
         self._row_sim = np.array(row_sim, dtype=np.int64)
         self._group_ideal_windows()
+        self._constant_rows = self._constant_ideal[self._row_sim]
+        self._constant_targets = _expert_windows_alone(self._constant_rows)
+        self._expert_out = np.empty(len(row_sim), dtype=np.int64)
         self._rewards = Rewards(np.array(rate), np.array(propagation), self.config)
         self._reset.clear()
 
