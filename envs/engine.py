@@ -223,7 +223,12 @@ class Engine:
         self.vec = _core.VecSimulator(num_sims, threads)
         self.scenarios: list[Scenario | None] = [None] * num_sims
         self.profiles: list[LinkProfile | None] = [None] * num_sims
-        self.steps = np.zeros(num_sims, dtype=np.int64)
+        # Steps are counted on one clock (every step steps every simulation): a simulation's
+        # steps are the clock less its value at the simulation's reset, worked out only when
+        # read, so that a step adds 1 to one number rather than to an array.
+        self._clock = 0
+        self._start = np.zeros(num_sims, dtype=np.int64)
+        self._first_end = self.episode_steps  # the clock when the first episode reaches its length
         self.held = np.zeros(num_sims, dtype=np.int64)   # see start_window
         self._any_held = False  # some simulation may still hold its start window
         self.link_index = np.zeros(num_sims, dtype=np.int64)
@@ -269,7 +274,7 @@ class Engine:
             self.vec.advance(i, scenario.begin_ms)
         self.scenarios[i], self.profiles[i] = scenario, profile
         self.link_index[i], self.begin_ms[i] = index, scenario.begin_ms
-        self.steps[i] = 0
+        self._start[i] = self._clock
         self._any_held = self._any_held or self.held[i] > 0
         self._reset.add(i)
         self._expert = self._ideal = None
@@ -294,11 +299,12 @@ class Engine:
         """The rows as they are after reset: observations, no reward, nothing delivered."""
         self._refresh_rows()
         return RowStep(self.vec.observations(), np.zeros(self.num_rows), self.vec.stats().T,
-                       self.steps >= self.episode_steps)
+                       self._done())
 
     def step(self, actions: np.ndarray) -> RowStep:
         """Applies one action per row (-1 keeps the window) and steps every simulation."""
-        self._refresh_rows()
+        if self._reset:
+            self._refresh_rows()
         if self._any_held:  # only early in an episode with a random start (start_window)
             holding = self.steps < self.held
             if holding.any():
@@ -321,8 +327,19 @@ class Engine:
         else:
             self._expert = self._ideal = None
             self.vec.step(actions, obs, columns)
-        self.steps += 1
-        return RowStep(obs, self._rewards(columns), columns, self.steps >= self.episode_steps)
+        self._clock += 1
+        return RowStep(obs, self._rewards(columns), columns, self._done())
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Each simulation's steps since its reset."""
+        return self._clock - self._start
+
+    def _done(self) -> np.ndarray:
+        """Whether each simulation's episode reached its length."""
+        if self._clock < self._first_end:
+            return np.zeros(self.num_sims, dtype=bool)
+        return self.steps >= self.episode_steps
 
     def ideal_windows(self) -> np.ndarray:
         """Each row's link's ideal window (the oracle's, for a flow alone) now."""
@@ -385,6 +402,7 @@ class Engine:
             rate += [p.rate_mbps] * n
             propagation += [p.delay_ms] * n
         self._row_sim = np.array(row_sim, dtype=np.int64)
+        self._first_end = int(self._start.min()) + self.episode_steps
         self._group_ideal_windows()
         self._constant_rows = self._constant_ideal[self._row_sim]
         self._constant_targets = _expert_windows_alone(self._constant_rows)

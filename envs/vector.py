@@ -51,6 +51,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ccgym.emulators import _core
 from ccgym.envs.config import EnvConfig
 from ccgym.envs.engine import Engine, RowStep, action_space, observation_space
 from ccgym.envs.link_env import LINK_ENV, check_render_mode
@@ -165,10 +166,12 @@ class VecLinkEnv(VectorEnv):
 
     def _infos(self, rows: RowStep) -> dict[str, Any]:
         """INFO_KEYS, in order, with gymnasium's masks: all True."""
+        columns = rows.columns
         infos = {"ideal_window": self.engine.ideal_windows(),
-                 "expert_action": self.engine.expert_actions(), "window": rows.window,
-                 "link": self._names.copy(), "delivered_mbps": rows.delivered_mbps,
-                 "delay_ms": rows.delay_ms}
+                 "expert_action": self.engine.expert_actions(),
+                 "window": columns[_core.STAT_WINDOW], "link": self._names.copy(),
+                 "delivered_mbps": columns[_core.STAT_DELIVERED_MBPS],
+                 "delay_ms": columns[_core.STAT_DELAY_MS]}
         for key in MASK_KEYS:
             infos[key] = self._all.copy()
         return infos
