@@ -2,8 +2,8 @@
 
 single: VecLinkEnv with N copies of a 12 Mbit/s 20 ms link, 10 s episodes with autoreset.
 multi: N simulations of that link shared by two learned flows and a cubic flow
-(competitors "self+cubic"), stepped as the multi-agent env steps them (envs/shared_link.py's
-SharedLinks, all learned flows of all N in one call), every episode restarted together.
+(competitors "self+cubic"), stepped as the multi-agent env steps them (the engine,
+envs/engine.py: all learned flows of all N in one call), every episode restarted together.
 Without --policy, uniformly random actions: the environment alone. With --policy, an
 LSTM chooses every learned flow's action with one batched inference per step, as DAgger's
 rollouts do: `--policy lstm` (32 hidden units, random weights: the cost is that of a
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import Engine
 from ccgym.envs.vector import VecLinkEnv
 
 LINK = "rate_mbps=12,delay_ms=20"
@@ -95,13 +95,13 @@ class SingleFlow:
 
 
 class MultiFlow:
-    """SharedLinks: two learned flows and a cubic flow per link, all stepped in one call."""
+    """The engine: two learned flows and a cubic flow per link, all stepped in one call."""
 
     rows_per_env = 2
 
     def __init__(self, num_envs: int, threads: int) -> None:
         config = EnvConfig(links=[LINK], competitors=["self+cubic"])
-        self.links = SharedLinks(num_envs, config, threads=threads)
+        self.links = Engine(num_envs, config, threads=threads)
         self.rng = np.random.default_rng(0)
 
     def reset(self) -> np.ndarray:

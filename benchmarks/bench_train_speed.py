@@ -35,21 +35,21 @@ import torch
 
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train import dagger, ppo, ppo_multi
-from ccgym.train.config import load_packaged_config, resolve_train_links, with_overrides
+from ccgym.train.config import env_config, load_packaged_config, resolve_train_links, with_overrides
 from ccgym.train.pool import RolloutPool
 
 # A late DAgger iteration: beta = beta0 * decay^(k-1) is about 0, so the policy acts.
 DAGGER_ITERATION = 20
 
 
-def bench_dagger(config, specs: list[str], rounds: int) -> dict[str, float]:
+def bench_dagger(config, links: list, rounds: int) -> dict[str, float]:
     torch.manual_seed(0)
     policy = LstmPolicy(config.model.hidden_size)
     rates, flow_rates = [], []
-    links = dagger.resolve_rollout_links(config, specs)
+    env = env_config(config, links)
     with RolloutPool(config.run.workers) as pool:
         for k in range(rounds + 1):
-            tasks = dagger.make_tasks(config, links, DAGGER_ITERATION + k, policy)
+            tasks = dagger.make_tasks(config, env, DAGGER_ITERATION + k, policy)
             started = time.perf_counter()
             results = pool.run(dagger.run_rollout, tasks)
             seconds = time.perf_counter() - started
@@ -74,14 +74,14 @@ def rllib_sample(runner) -> tuple[list, int, float]:
     return episodes, sum(len(e) for e in episodes), time.perf_counter() - started
 
 
-def bench_ppo(config, specs: list[str], rounds: int, build=ppo.algorithm_config,
+def bench_ppo(config, links: list, rounds: int, build=ppo.algorithm_config,
               rllib_runner: bool = False) -> dict[str, float]:
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
     sample_rates, iteration_rates, learn_s, flow_rates = [], [], [], []
     with RolloutPool(config.run.workers):
-        algo_config = build(config, specs)
+        algo_config = build(config, env_config(config, links))
         if rllib_runner:
             algo_config.env_runners(env_runner_cls=SingleAgentEnvRunner)
         algo = algo_config.build_algo()
@@ -137,25 +137,25 @@ def main() -> None:
         "run.workers": args.workers, "run.num_envs": n,
         "dagger.rollouts_per_iteration": n * args.workers, "algorithm.name": "ppo",
         "ppo.minibatch_size": 4096})
-    specs = [link.spec for link in resolve_train_links(config)[0]]
+    links = resolve_train_links(config)[0]
     out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
            "workers": args.workers, "num_envs": n, "episode_ms": config.run.episode_ms,
-           "links": "quick.toml train", "dagger": bench_dagger(config, specs, args.rounds),
-           "ppo": bench_ppo(config, specs, args.rounds)}
+           "links": "quick.toml train", "dagger": bench_dagger(config, links, args.rounds),
+           "ppo": bench_ppo(config, links, args.rounds)}
     if args.competitors:
         # Shared links: the multi-agent env (train/ppo_multi.py); an env step is one step of
         # one simulation, a flow step one learned flow's.
         shared = with_overrides(config, **{"links.competitors": args.competitors})
         out["ppo_multi_flow"] = {"competitors": args.competitors, **bench_ppo(
-            shared, specs, args.rounds, build=ppo_multi.multi_algorithm_config)}
+            shared, links, args.rounds, build=ppo_multi.multi_algorithm_config)}
         out["dagger_multi_flow"] = {"competitors": args.competitors,
-                                    **bench_dagger(shared, specs, args.rounds)}
+                                    **bench_dagger(shared, links, args.rounds)}
         out["ppo_multi_flow_over_dagger_multi_flow"] = (
             out["ppo_multi_flow"]["env_steps_per_s"]
             / out["dagger_multi_flow"]["env_steps_per_s"])
     out["ppo_over_dagger"] = out["ppo"]["env_steps_per_s"] / out["dagger"]["env_steps_per_s"]
     if args.rllib_runner:
-        out["ppo_rllib_runner"] = bench_ppo(config, specs, args.rounds, rllib_runner=True)
+        out["ppo_rllib_runner"] = bench_ppo(config, links, args.rounds, rllib_runner=True)
         out["ppo_rllib_runner_over_dagger"] = (out["ppo_rllib_runner"]["env_steps_per_s"]
                                                / out["dagger"]["env_steps_per_s"])
     print(json.dumps(out, indent=2))

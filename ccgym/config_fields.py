@@ -14,6 +14,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Callable
+from dataclasses import field
 from typing import Any
 
 
@@ -68,3 +69,24 @@ def broken_rule(config: Any) -> tuple[str, str] | None:
             if not test(value):
                 return f.name, f"{text}, got {value!r}"
     return None
+
+
+def about(text: str, value_rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Field metadata: its description (one paragraph) and its value rule, if any."""
+    return {**(value_rule or {}), "doc": " ".join(text.split())}
+
+
+def described(default: Any, text: str, value_rule: dict[str, Any] | None = None) -> Any:
+    """A field with a default (a list is copied for each config), a description and a rule."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=about(text, value_rule))
+    return field(default=default, metadata=about(text, value_rule))
+
+
+def same_field(owner: type, name: str) -> Any:
+    """A new field declared as the dataclass owner's `name` (default, rule, description): for a
+    config that passes the value on to owner, so that the field is described in one place."""
+    declared = {f.name: f for f in dataclasses.fields(owner)}[name]
+    if declared.default_factory is not dataclasses.MISSING:
+        return field(default_factory=declared.default_factory, metadata=declared.metadata)
+    return field(default=declared.default, metadata=declared.metadata)

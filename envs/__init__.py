@@ -1,10 +1,12 @@
-"""ccgym.envs: gymnasium environments over the simulator.
+"""ccgym.envs: the rollout engine and gymnasium environments over it.
 
-Importing this package registers "ccgym/Link-v0" (envs/link_env.py: one flow alone), natively
-vectorized by envs/vector.py, and "ccgym/SharedLink-v0" (envs/shared_link.py: one learned flow
-among classic competitors). Several learned flows on one link: the RLlib multi-agent env
-ccgym.envs.multi_agent.SharedLinkMultiAgentEnv (agents "flow_0", ...); what competes is
-EnvConfig data (envs/competitors.py).
+The engine (envs/engine.py) steps N simulations of the vector simulator, each with its
+learned flows among competitors, and holds every rule of an episode; the envs are adapters
+over it. Importing this package registers "ccgym/Link-v0" (envs/link_env.py: one flow
+alone), natively vectorized by envs/vector.py, and "ccgym/SharedLink-v0"
+(envs/shared_link.py: one learned flow among classic competitors). Several learned flows on
+one link: the RLlib multi-agent env ccgym.envs.multi_agent.SharedLinkMultiAgentEnv (agents
+"flow_0", ...); what competes is EnvConfig data (envs/config.py, envs/competitors.py).
 
     import ccgym.envs, gymnasium
     env = gymnasium.make("ccgym/Link-v0", config={"links": "indigo-synthetic"})

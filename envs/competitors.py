@@ -1,6 +1,6 @@
 """What shares the link with the learned flow: the EnvConfig's competitors, drawn per episode.
 
-Config (fields of envs/link_env.py's EnvConfig):
+Config (fields of envs/config.py's EnvConfig):
 
     competitors = ["none", "cubic", "bbr", "copa", "vegas", "self", "self:2", "cubic+self"]
     competitor_starts = ["before", "with", "after"]
@@ -32,7 +32,6 @@ is drawn exactly as ccgym/Link-v0 draws it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -65,21 +64,21 @@ def parse_entry(entry: str) -> tuple[str, ...]:
     return tuple(flows)
 
 
-def _valid_entries(value: Any) -> bool:
-    if not isinstance(value, (list, tuple)) or not value:
-        return False
-    try:
-        for entry in value:
-            if not isinstance(entry, str):
-                return False
+def entries_problem(entries: list[str]) -> str | None:
+    """What is wrong with the first entry that does not parse (naming the part), or None."""
+    for entry in entries:
+        try:
             parse_entry(entry)
-    except ValueError:
-        return False
-    return True
+        except ValueError as e:
+            return str(e)
+    return None
 
 
-COMPETITOR_ENTRIES = rule(_valid_entries, "must be a non-empty list of 'none', 'self', 'self:N' "
-                                          "or classic scheme specs, each alone or joined by '+'")
+# The shape; entries_problem says what is wrong inside an entry.
+COMPETITOR_ENTRIES = rule(lambda v: isinstance(v, (list, tuple)) and len(v) > 0
+                          and all(isinstance(e, str) and e.strip() for e in v),
+                          "must be a non-empty list of 'none', 'self', 'self:N' or classic "
+                          "scheme specs, each alone or joined by '+'")
 STARTS = rule(lambda v: isinstance(v, (list, tuple)) and len(v) > 0
               and all(m in START_MODES for m in v),
               f"must be a non-empty list of {', '.join(START_MODES)}")

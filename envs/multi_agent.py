@@ -30,15 +30,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.typing import AgentID, MultiAgentDict
 
 from ccgym.emulators import _core
 from ccgym.envs.competitors import SELF
-from ccgym.envs.link_env import EnvConfig, observation_space
-from ccgym.envs.shared_link import RowStep, SharedLinks, row_info
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import Engine, RowStep, action_space, observation_space
+from ccgym.envs.shared_link import row_info
 
 ALL = "__all__"
 
@@ -57,12 +57,12 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         # RLlib passes its EnvContext, a dict with worker attributes: only the dict's items.
         self.config = EnvConfig.build(dict(config) if isinstance(config, Mapping) else config,
                                       **kwargs)
-        self.core = SharedLinks(1, self.config, threads=1)
-        most = 1 + max(flows.count(SELF) for flows in self.core.entries)
+        self.engine = Engine(1, self.config)
+        most = 1 + max(flows.count(SELF) for flows in self.engine.entries)
         self.possible_agents = [agent_id(k) for k in range(most)]
         self.agents = []
         self.observation_spaces = {a: observation_space() for a in self.possible_agents}
-        self.action_spaces = {a: spaces.Discrete(_core.NUM_ACTIONS) for a in self.possible_agents}
+        self.action_spaces = {a: action_space() for a in self.possible_agents}
         self._rng: np.random.Generator | None = None
         self._left: set[AgentID] = set()    # agents whose flow stopped this episode
         self._acting: set[AgentID] = set()  # agents expected to act in the next step
@@ -75,17 +75,17 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
             seed = self.config.seed
         if seed is not None or self._rng is None:
             self._rng, _ = seeding.np_random(seed)
-        self.core.reset_sim(0, self._rng)
+        self.engine.reset_sim(0, self._rng)
         self._left = set()
-        rows = self.core.first_step()
-        self.agents = [agent_id(r) for r in range(self.core.num_rows) if rows.active[r]]
+        rows = self.engine.first_step()
+        self.agents = [agent_id(r) for r in range(self.engine.num_rows) if rows.active[r]]
         self._acting = set(self.agents)
         return ({a: rows.obs[self._row(a)] for a in self.agents},
                 {a: self._info(rows, self._row(a)) for a in self.agents})
 
     def step(self, action_dict: MultiAgentDict) -> tuple[  # type: ignore[override]  # as reset
             MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
-        actions = np.full(self.core.num_rows, -1, dtype=np.int32)  # absent: keep the window
+        actions = np.full(self.engine.num_rows, -1, dtype=np.int32)  # absent: keep the window
         for agent, action in action_dict.items():
             if agent not in self._acting:
                 raise ValueError(f"action for {agent!r}, which is not acting in the episode "
@@ -95,7 +95,7 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
                 raise ValueError(f"{agent}: action must be in [0, {_core.NUM_ACTIONS}), "
                                  f"got {action!r}")
             actions[self._row(agent)] = a
-        rows = self.core.step(actions)
+        rows = self.engine.step(actions)
         return self._outcome(rows)
 
     def _outcome(self, rows: RowStep) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict,
@@ -107,7 +107,7 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
         truncated: MultiAgentDict = {}
         infos: MultiAgentDict = {}
         acting: set[AgentID] = set()
-        for r in range(self.core.num_rows):
+        for r in range(self.engine.num_rows):
             agent = agent_id(r)
             if agent in self._left or (agent not in self._acting and not rows.active[r]):
                 continue  # gone, or not started yet
@@ -129,12 +129,12 @@ class SharedLinkMultiAgentEnv(MultiAgentEnv):
     def expert_actions(self) -> dict[AgentID, int]:
         """The DAgger expert's action of each agent that acts in the next step, computed for
         all of them in one call (oracle/shared.py)."""
-        actions = self.core.expert_actions()
+        actions = self.engine.expert_actions()
         return {a: int(actions[self._row(a)]) for a in self.agents if a in self._acting}
 
     def _row(self, agent: AgentID) -> int:
         return int(str(agent).removeprefix("flow_"))
 
     def _info(self, rows: RowStep, r: int) -> dict[str, Any]:
-        profile, scenario = self.core.episode(0)
+        profile, scenario = self.engine.episode(0)
         return row_info(rows, r, profile.name, scenario.entry)

@@ -26,12 +26,14 @@ import tomllib
 import typing
 from importlib import resources
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ccgym.config_fields import broken_rule, is_real
 from ccgym.emulators.link_names import needs_shared_data, rebase_entry, resolve_entries
-from ccgym.emulators.links import data_dir
+from ccgym.emulators.links import Link, data_dir
 from ccgym.emulators.variants import Variation, vary_links
+from ccgym.envs.config import EnvConfig
 from ccgym.errors import UserError
 from ccgym.files import read_toml, toml_value, unknown_key
 from ccgym.train.registry import TRAINERS
@@ -280,6 +282,26 @@ def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     variation = Variation(tuple(config.links.vary_delay_ms), tuple(config.links.vary_queue_bdp),
                           tuple(config.links.vary_ack))
     return vary_links(links, variation), note
+
+
+# The [links] keys that are the environment's own fields (envs/config.py declares them).
+COMPETITION_FIELDS = ("competitors", "competitor_starts", "competitor_stagger_ms",
+                      "competitor_stop")
+MS_PER_S = 1000.0
+
+
+def env_config(config: TrainConfig, links: Sequence[Link]) -> EnvConfig:
+    """The environment of every trainer's rollouts, derived from the training config, with
+    `links` resolved now into LinkProfiles (the driver's once for the run: its workers parse
+    no link). The reward is scaled as PPO learns from it ([ppo] reward_scale; DAgger reads no
+    reward); the expert's oracle and the random starts are [dagger]'s (PPO reads neither, and
+    their defaults are the environment's)."""
+    d, scale = config.dagger, config.ppo.reward_scale
+    env = EnvConfig(episode_ms=config.run.episode_ms, throughput_weight=scale,
+                    delay_weight=scale, oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
+                    oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
+                    **{name: getattr(config.links, name) for name in COMPETITION_FIELDS})
+    return env.resolved(links)
 
 
 # ---------------------------------------------------------------- writing

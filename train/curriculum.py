@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ccgym.emulators.link_space import NO_COMPETITOR, find_space, load_space
 from ccgym.emulators.links import load_link_set
@@ -27,6 +28,7 @@ from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.sections import CurriculumSection, TrainConfig
 
 FOLDER = "curriculum"  # inside the run folder
+T = TypeVar("T")
 
 
 @dataclass
@@ -86,16 +88,16 @@ def alone_space(name_or_path: str, folder: Path) -> Path:
     return path
 
 
-def mix(train_specs: Sequence[str], found: Sequence[str], weight: float) -> list[str]:
+def mix(train: Sequence[T], found: Sequence[T], weight: float) -> list[T]:
     """The training links with the found ones repeated so that an episode, which draws a link
     uniformly, draws a found one with about `weight` probability."""
     if not found or weight == 0:
-        return list(train_specs)
-    repeats = max(1, round(weight * len(train_specs) / ((1 - weight) * len(found))))
-    return [*train_specs, *[spec for spec in found for _ in range(repeats)]]
+        return list(train)
+    repeats = max(1, round(weight * len(train) / ((1 - weight) * len(found))))
+    return [*train, *[link for link in found for _ in range(repeats)]]
 
 
-def share(train_specs: Sequence[str], found: Sequence[str], weight: float) -> float:
+def share(train: Sequence[Any], found: Sequence[Any], weight: float) -> float:
     """The share of episodes on found links that mix() gives."""
-    mixed = mix(train_specs, found, weight)
-    return (len(mixed) - len(train_specs)) / len(mixed)  # a run always has training links
+    mixed = mix(train, found, weight)
+    return (len(mixed) - len(train)) / len(mixed)  # a run always has training links

@@ -14,7 +14,7 @@ Each iteration i = 1, 2, ...:
 
 Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
 (train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the RolloutPool (train/pool.py), one SharedLinks per task (N simulations stepped
+Rollouts run on the RolloutPool (train/pool.py), one Engine per task (N simulations stepped
 together in C++); everything a rollout needs travels in a RolloutTask, as on a cluster node.
 
 On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
@@ -40,15 +40,15 @@ from gymnasium.utils import seeding
 from torch import nn
 
 from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig, LinkProfile, link_profile, resolve_env_links
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.config import EnvConfig
+from ccgym.emulators.links import Link
+from ccgym.envs.engine import Engine
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.train.config import TrainConfig
+from ccgym.train.config import TrainConfig, env_config
 from ccgym.train.pool import RolloutPool
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
-MS_PER_S = 1000.0
 IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
 # the same numbers as an uninterrupted one without saving generator states mid-iteration.
@@ -74,19 +74,17 @@ class RolloutTask:
 
     worker_index: int  # unique over the run (iteration and task)
     num_envs: int  # simulations; each holds one learned flow per "self" competitor more
-    env_config: EnvConfig  # for ccgym.envs.shared_link.SharedLinks (links, competitors, ...)
+    env_config: EnvConfig  # for ccgym.envs.engine.Engine (links resolved, competitors, ...)
     seed: int  # simulation i draws its episode from np_random(seed + i)
     beta: float
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
-    # env_config.links as resolve_rollout_links gave them; empty: the worker resolves them
-    links: tuple[LinkProfile, ...] = ()
 
 
 @dataclass
 class RolloutResult:
-    # E episodes: one per learned flow (row of SharedLinks), each from its flow's start
+    # E episodes: one per learned flow (row of the Engine), each from its flow's start
     obs: np.ndarray        # (E, T, OBS_DIM) float32
     labels: np.ndarray     # (E, T) int64, the expert's action at each observation
     lengths: np.ndarray    # (E,) steps recorded per episode (T unless it started late or
@@ -104,7 +102,7 @@ class RolloutResult:
 def run_rollout(task: RolloutTask) -> RolloutResult:
     """Rolls out one batch of simulations; runs in a Ray worker or in-process.
 
-    Every learned flow of every simulation is a row of SharedLinks (envs/shared_link.py):
+    Every learned flow of every simulation is a row of the Engine (envs/engine.py):
     flow_0 and one more per "self" competitor, each driven by the same expert-policy mixture
     with its own coins, labelled by the shared expert, and recorded as an episode of its own
     from its start to its stop. Alone on the link (competitors ["none"]) simulation i is
@@ -112,7 +110,7 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     """
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
+    links = Engine(task.num_envs, task.env_config, task.threads)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -154,29 +152,11 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
                          time.perf_counter() - start)
 
 
-def rollout_env_config(config: TrainConfig, train_specs: Sequence[str],
-                       seed: int | None = None) -> EnvConfig:
-    """The environment of the run's rollouts, from its training config."""
-    d, links = config.dagger, config.links
-    return EnvConfig(links=list(train_specs), episode_ms=config.run.episode_ms, seed=seed,
-                     oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
-                     oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
-                     competitors=list(links.competitors), competitor_stop=links.competitor_stop,
-                     competitor_starts=list(links.competitor_starts),
-                     competitor_stagger_ms=links.competitor_stagger_ms)
-
-
-def resolve_rollout_links(config: TrainConfig, train_specs: Sequence[str]) -> list[LinkProfile]:
-    """The training links resolved once, by the driver; tasks carry them, workers parse none."""
-    env_config = rollout_env_config(config, train_specs)
-    return [link_profile(link, env_config) for link in resolve_env_links(env_config.links)]
-
-
-def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteration: int,
+def make_tasks(config: TrainConfig, env: EnvConfig, iteration: int,
                policy: LstmPolicy | None) -> list[RolloutTask]:
-    """The iteration's rollouts on the resolved links, in tasks of at most num_envs episodes."""
+    """The iteration's rollouts in env (env_config: its links resolved), in tasks of at most
+    num_envs episodes."""
     d = config.dagger
-    specs = [link.spec for link in train_links]
     per_task, count = config.run.num_envs, d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
     beta = beta_for(iteration, d.beta0, d.beta_decay)
@@ -188,9 +168,9 @@ def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteratio
         # i from (task seed + i), so workers num_envs apart give every simulation its own seed.
         worker_index = (iteration - 1) * tasks_per_iteration + k
         seed = config.run.seed + worker_index * per_task
-        tasks.append(RolloutTask(worker_index, n, rollout_env_config(config, specs, seed), seed,
+        tasks.append(RolloutTask(worker_index, n, env, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 d.exploration, config.run.env_threads, tuple(train_links)))
+                                 d.exploration, config.run.env_threads))
     return tasks
 
 
@@ -350,7 +330,7 @@ class Dagger(Trainer):
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []
         self._pool: RolloutPool | None = None
-        self._train_links: list[LinkProfile] = []
+        self._env: EnvConfig | None = None  # the rollouts' environment, its links resolved
 
     @property
     def policy(self) -> LstmPolicy:
@@ -361,17 +341,17 @@ class Dagger(Trainer):
         return sum(len(y) for _, y in self.train_episodes + self.holdout_episodes)
 
     @contextlib.contextmanager
-    def session(self, train_specs: Sequence[str]) -> Iterator[None]:
+    def session(self, train_links: Sequence[Link]) -> Iterator[None]:
         run = self.config.run
         with RolloutPool(run.workers, run.ray_address) as pool:
-            self._pool, self._train_links = pool, resolve_rollout_links(self.config, train_specs)
+            self._pool, self._env = pool, env_config(self.config, train_links)
             try:
                 yield
             finally:
                 self._pool = None
 
-    def use_train_specs(self, train_specs: Sequence[str]) -> None:
-        self._train_links = resolve_rollout_links(self.config, train_specs)  # from the next collect
+    def use_train_links(self, train_links: Sequence[Link]) -> None:
+        self._env = env_config(self.config, train_links)  # from the next collect
 
     def stages(self, iteration: int) -> int:
         d = self.config.dagger
@@ -379,9 +359,9 @@ class Dagger(Trainer):
 
     def collect(self, iteration: int, progress: Progress) -> Rollouts:
         """Rolls out the iteration's episodes, the expert acting with probability beta."""
-        assert self._pool is not None, "collect runs inside session()"
+        assert self._pool is not None and self._env is not None, "collect runs inside session()"
         d = self.config.dagger
-        tasks = make_tasks(self.config, self._train_links, iteration,
+        tasks = make_tasks(self.config, self._env, iteration,
                            self.policy if iteration > 1 else None)
         progress.stage(f"rollouts, beta={beta_for(iteration, d.beta0, d.beta_decay):.3f}")
         results = self._pool.run(run_rollout, tasks, lambda _: progress.advance())

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import atomic_torch_save, load_torch_file
@@ -145,9 +147,9 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     if state.early_stopping.stopped:
         return state
     with (_open_run(config, folder, state, progress, say) as run, sigterm_as_interrupt(),
-          state.trainer.session(run.train_specs)):
+          state.trainer.session(run.train_links)):
         if state.curriculum:  # resumed after a curriculum round: its links are trained on
-            state.trainer.use_train_specs(_mixed(run, state))
+            state.trainer.use_train_links(_mixed(run, state))
         while state.iteration < config.run.iterations and not state.early_stopping.stopped:
             _iteration(run, state)
     return state
@@ -159,7 +161,7 @@ class _Run:
 
     config: TrainConfig
     folder: RunFolder
-    train_specs: list[str]
+    train_links: list[Link]
     validation_links: list[Any]
     writer: Any  # TensorBoard's SummaryWriter on the run folder
     progress: bool
@@ -185,7 +187,7 @@ def _open_run(config: TrainConfig, folder: RunFolder, state: RunState, progress:
             say("hyperparameters:\n" + table)
             say(f"{len(train_links)} training links, {len(validation_links)} validation links")
             state.reference = reference_scores(config, validation_links, say)
-        yield _Run(config, folder, [link.spec for link in train_links], validation_links,
+        yield _Run(config, folder, train_links, validation_links,
                    writer, progress, say)
         writer.flush()
     finally:
@@ -214,8 +216,9 @@ def _iteration(run: _Run, state: RunState) -> None:
     _record(run, state, k, figures, scores, steps_per_second)
 
 
-def _mixed(run: _Run, state: RunState) -> list[str]:
-    return curriculum.mix(run.train_specs, state.curriculum, run.config.curriculum.weight)
+def _mixed(run: _Run, state: RunState) -> list[Link]:
+    found = [link_from_spec(spec) for spec in state.curriculum]
+    return curriculum.mix(run.train_links, found, run.config.curriculum.weight)
 
 
 def _curriculum_round(run: _Run, state: RunState) -> None:
@@ -226,8 +229,8 @@ def _curriculum_round(run: _Run, state: RunState) -> None:
             "current policy")
     found = curriculum.run_round(run.config, run.folder.path, state.trainer.policy, number)
     state.curriculum = [*state.curriculum, *found.specs]
-    state.trainer.use_train_specs(_mixed(run, state))
-    share = curriculum.share(run.train_specs, state.curriculum, run.config.curriculum.weight)
+    state.trainer.use_train_links(_mixed(run, state))
+    share = curriculum.share(run.train_links, state.curriculum, run.config.curriculum.weight)
     for tag, value in (("curriculum/gap", found.gap), ("curriculum/links", len(state.curriculum)),
                        ("curriculum/share", share)):
         run.writer.add_scalar(tag, value, k)

@@ -8,7 +8,7 @@ public EnvRunner base, without RLlib's per-env connector work); its learner conn
 episodes into max_seq_len chunks, bootstrap the truncated ends and compute GAE; its PPO
 learner minibatches and steps Adam. ccgym uses RLlib's public API only (its documented
 RLModule hooks included), on the Ray minor release pyproject.toml names. The reward is the
-documented one of envs/link_env.py, multiplied by [ppo] reward_scale (the shape is unchanged).
+documented one of envs/engine.py, multiplied by [ppo] reward_scale (the shape is unchanged).
 
 Ppo is a trainer on the loop every trainer shares (train/loop.py: validation, best-keeping,
 patience, checkpoints, TensorBoard; PPO adds the tags losses/ (policy, value, entropy, KL) and
@@ -37,11 +37,13 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from ccgym.emulators import _core
+from ccgym.emulators.links import Link
 from ccgym.envs import LINK_ENV_ID
+from ccgym.envs.config import EnvConfig
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.policy_path import resolve_policy_path
-from ccgym.train.config import TrainConfig
+from ccgym.train.config import TrainConfig, env_config
 from ccgym.train.pool import RolloutPool
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
@@ -63,12 +65,11 @@ def stream_seed(*parts: int) -> int:
 
 # ---------------------------------------------------------------- RLlib wiring
 
-def env_config(config: TrainConfig, train_specs: list[str]) -> dict[str, Any]:
-    """Keyword arguments of VecLinkEnv (through gymnasium.make_vec) inside each env runner."""
-    ppo = config.ppo
+def runner_env_config(config: TrainConfig, env: EnvConfig) -> dict[str, Any]:
+    """Keyword arguments of VecLinkEnv (through gymnasium.make_vec) inside each env runner:
+    env (train/config.py's env_config, its links resolved) as it is."""
     return {
-        "config": {"links": list(train_specs), "episode_ms": config.run.episode_ms,
-                   "throughput_weight": ppo.reward_scale, "delay_weight": ppo.reward_scale},
+        "config": env,
         "threads": config.run.env_threads,
         # RLlib's env runners expect gymnasium's default: new episodes start on the next call.
         "autoreset_mode": AutoresetMode.NEXT_STEP,
@@ -100,7 +101,7 @@ def module_config(config: TrainConfig) -> dict[str, Any]:
             "temperature": config.ppo.log_change_temperature, "init_policy": init_policy(config)}
 
 
-def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
+def algorithm_config(config: TrainConfig, env: EnvConfig) -> Any:
     """RLlib's PPOConfig for this run."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -115,7 +116,7 @@ def algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     return (
         PPOConfig()
         # "module:id" makes gymnasium import ccgym.envs (which registers the id) in each runner.
-        .environment(f"ccgym.envs:{LINK_ENV_ID}", env_config=env_config(config, train_specs))
+        .environment(f"ccgym.envs:{LINK_ENV_ID}", env_config=runner_env_config(config, env))
         .env_runners(env_runner_cls=BatchedEnvRunner,
                      num_env_runners=run.workers, num_envs_per_env_runner=run.num_envs,
                      num_cpus_per_env_runner=1, gym_env_vectorize_mode="vector_entry_point",
@@ -233,11 +234,11 @@ class Ppo(Trainer):
         return self._policy
 
     @contextlib.contextmanager
-    def session(self, train_specs: Sequence[str]) -> Iterator[None]:
+    def session(self, train_links: Sequence[Link]) -> Iterator[None]:
         run = self.config.run
         # RLlib needs Ray even when the env runner is this process: one CPU for the driver.
         with RolloutPool(max(run.workers, 1), run.ray_address):
-            self._algo = self.algorithm_config(list(train_specs)).build_algo()
+            self._algo = self.algorithm_config(env_config(self.config, train_links)).build_algo()
             try:
                 self._restore()
                 yield
@@ -245,9 +246,9 @@ class Ppo(Trainer):
                 self._algo.stop()
                 self._algo = None
 
-    def algorithm_config(self, train_specs: list[str]) -> Any:
+    def algorithm_config(self, env: EnvConfig) -> Any:
         """RLlib's config of the run's algorithm (a multi-agent variant builds its own)."""
-        return algorithm_config(self.config, train_specs)
+        return algorithm_config(self.config, env)
 
     @property
     def module_id(self) -> str:

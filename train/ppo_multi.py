@@ -12,7 +12,7 @@ max_seq_len chunks and compute its GAE from its own rewards, and the learner upd
 module on all of them.
 The resulting module is the single-flow policy.pt `ccgym eval` takes, warm-started like it.
 
-Per-flow reward: each agent's own step reward (envs/link_env.py) times [ppo] reward_scale,
+Per-flow reward: each agent's own step reward (envs/engine.py) times [ppo] reward_scale,
 plus, with [ppo] fair_share_weight w > 0, a Gaussian around the fair share (after Sage):
 
     w * exp(-((rate - fair) / (sigma * fair))^2)
@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from ray.rllib.utils.typing import MultiAgentDict
 
+from ccgym.envs.config import EnvConfig
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.train.config import TrainConfig
 from ccgym.train.ppo import Ppo, algorithm_config, module_config
@@ -66,24 +67,23 @@ class FairShare:
     sigma: float = 1.0
 
     @classmethod
-    def split(cls, config: Mapping[str, Any] | None) -> tuple[FairShare, dict[str, Any]]:
-        """The term of an env config (keys fair_share_weight and fair_share_sigma beside the
-        EnvConfig's), and the EnvConfig's keys."""
-        values = dict(config or {})  # RLlib's EnvContext: only the dict's items
-        return cls(float(values.pop("fair_share_weight", 0.0)),
-                   float(values.pop("fair_share_sigma", 1.0))), values
+    def of(cls, config: TrainConfig) -> FairShare:
+        """The run's term, scaled as its reward is."""
+        ppo = config.ppo
+        return cls(ppo.fair_share_weight * ppo.reward_scale, ppo.fair_share_sigma)
 
     def bonus(self, rate_mbps: ArrayLike, fair_mbps: ArrayLike) -> np.ndarray:
         return fair_share_bonus(rate_mbps, fair_mbps, self.weight, self.sigma)
 
 
 class FairShareEnv(SharedLinkMultiAgentEnv):
-    """The multi-agent env whose rewards gain the FairShare term of its config (weight 0: the
-    env's own rewards, unchanged)."""
+    """The multi-agent env whose rewards gain a FairShare term (weight 0: the env's own
+    rewards, unchanged). Built by RLlib from the run's env config (multi_env_config: the
+    EnvConfig under "config", the term under "fair_share")."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        self.fair, values = FairShare.split(config)
-        super().__init__(values)
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.fair: FairShare = config["fair_share"]
+        super().__init__(config["config"])
 
     def step(self, action_dict: MultiAgentDict) -> tuple[  # type: ignore[override]  # as the env's
             MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
@@ -96,17 +96,10 @@ class FairShareEnv(SharedLinkMultiAgentEnv):
         return obs, rewards, terminated, truncated, infos
 
 
-def multi_env_config(config: TrainConfig, train_specs: list[str]) -> dict[str, Any]:
-    """FairShareEnv's config inside each env runner."""
-    ppo, links = config.ppo, config.links
-    return {"links": list(train_specs), "episode_ms": config.run.episode_ms,
-            "throughput_weight": ppo.reward_scale, "delay_weight": ppo.reward_scale,
-            "competitors": list(links.competitors),
-            "competitor_starts": list(links.competitor_starts),
-            "competitor_stagger_ms": links.competitor_stagger_ms,
-            "competitor_stop": links.competitor_stop,
-            "fair_share_weight": ppo.fair_share_weight * ppo.reward_scale,
-            "fair_share_sigma": ppo.fair_share_sigma}
+def multi_env_config(config: TrainConfig, env: EnvConfig) -> dict[str, Any]:
+    """FairShareEnv's config inside each env runner: env (train/config.py's env_config, its
+    links resolved) and the run's FairShare term, each as it is."""
+    return {"config": env, "fair_share": FairShare.of(config)}
 
 
 def to_shared_module(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
@@ -114,7 +107,7 @@ def to_shared_module(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
     return MODULE_ID
 
 
-def multi_algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
+def multi_algorithm_config(config: TrainConfig, env: EnvConfig) -> Any:
     """ppo.py's PPOConfig, with the multi-agent env and one module for every agent."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -123,10 +116,10 @@ def multi_algorithm_config(config: TrainConfig, train_specs: list[str]) -> Any:
     from ccgym.train.ppo_multi_runner import BatchedMultiAgentEnvRunner
 
     spec = RLModuleSpec(module_class=LstmActorCritic, model_config=module_config(config))
-    algo = algorithm_config(config, train_specs)
+    algo = algorithm_config(config, env)
     algo.env_config = {}  # environment() merges into the single-flow env's keys otherwise
     return (
-        algo.environment(FairShareEnv, env_config=multi_env_config(config, train_specs))
+        algo.environment(FairShareEnv, env_config=multi_env_config(config, env))
         # The runner samples its simulations in one batch (train/ppo_multi_runner.py).
         .env_runners(env_runner_cls=BatchedMultiAgentEnvRunner)
         .multi_agent(policies={MODULE_ID}, policy_mapping_fn=to_shared_module)
@@ -141,5 +134,5 @@ class PpoMulti(Ppo):
     def module_id(self) -> str:
         return MODULE_ID
 
-    def algorithm_config(self, train_specs: list[str]) -> Any:
-        return multi_algorithm_config(self.config, train_specs)
+    def algorithm_config(self, env: EnvConfig) -> Any:
+        return multi_algorithm_config(self.config, env)

@@ -6,7 +6,7 @@ with ["self"] (two learned flows), 2 workers of 16 simulations, it sampled 1.8k 
 steps/s where DAgger's rollouts took 63k on the same two busy cores; this runner samples 42-44k
 where DAgger took 31-38k (benchmarks/bench_train_speed.py, same invocations).
 BatchedMultiAgentEnvRunner is, like ppo_runner.py's BatchedEnvRunner, a WholeEpisodeRunner on
-RLlib's public EnvRunner base: its env is one SharedLinks (envs/shared_link.py) of `num_envs`
+RLlib's public EnvRunner base: its env is one Engine (envs/engine.py) of `num_envs`
 simulations, the engine FairShareEnv runs one simulation of, and its module the algorithm's
 inference-only MultiRLModule, of which it runs the one shared module. A round resets every
 simulation, then per step runs the module once on every learned flow (row) of every
@@ -44,19 +44,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from ccgym.emulators import _core
-from ccgym.envs.link_env import EnvConfig, observation_space
+from ccgym.envs.engine import Engine, action_space, observation_space
 from ccgym.envs.multi_agent import agent_id
-from ccgym.envs.shared_link import SharedLinks
 from ccgym.train.ppo_module import LstmActorCritic
 from ccgym.train.ppo_multi import MODULE_ID, FairShare
 from ccgym.train.ppo_runner import BatchActor, Rollout, WholeEpisodeRunner
 
-KEEP_WINDOW = -1  # SharedLinks' action of a row that does not act (FairShareEnv's too)
+KEEP_WINDOW = -1  # the engine's action of a row that does not act (FairShareEnv's too)
 
 
 class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
@@ -70,8 +67,8 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
 
     def make_env(self) -> None:
         """The runner's simulations, from the env config (FairShareEnv's)."""
-        self.fair, values = FairShare.split(self.config.env_config)
-        self.env = SharedLinks(self.num_envs, EnvConfig.build(values))
+        self.fair = self.config.env_config["fair_share"]
+        self.env = Engine(self.num_envs, self.config.env_config["config"])
         self.rngs = []
 
     def make_module(self) -> None:
@@ -81,12 +78,12 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
 
     def get_spaces(self) -> dict[str, Any]:
         # Every learned flow's spaces are ccgym/Link-v0's (FairShareEnv's agents').
-        return {MODULE_ID: (observation_space(), spaces.Discrete(_core.NUM_ACTIONS))}
+        return {MODULE_ID: (observation_space(), action_space())}
 
     def stop(self) -> None:
         pass  # the simulations hold nothing to release
 
-    def reset(self, links: SharedLinks, seed: int | None) -> None:
+    def reset(self, links: Engine, seed: int | None) -> None:
         """Every simulation's next episode: after a seed from np_random(seed + i), else from
         each simulation's generator going on (the env config's seed at first)."""
         if seed is not None or not self.rngs:
@@ -101,7 +98,7 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
             list[SingleAgentEpisode], int]:
         """One episode in every simulation, all their learned flows stepped together."""
         links = self.env
-        assert isinstance(links, SharedLinks)
+        assert isinstance(links, Engine)
         self.reset(links, seed)
         rows = links.first_step()
         obs = np.array(rows.obs, dtype=np.float32)
@@ -130,7 +127,7 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
                                     self.tags(links))
         return episodes, links.num_sims * len(rollout.actions)
 
-    def tags(self, links: SharedLinks) -> list[dict[str, Any]]:
+    def tags(self, links: Engine) -> list[dict[str, Any]]:
         """Each row's agent, the one module, and its simulation's episode id."""
         tags = []
         for i in range(links.num_sims):

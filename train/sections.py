@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
-from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, is_count,
-                                 is_number, rule)
+from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, described,
+                                 is_count, is_number, rule, same_field)
 from ccgym.emulators._core import STEP_MS
-from ccgym.envs.competitors import NONE, STARTS, parse_entry
+from ccgym.envs.competitors import entries_problem, parse_entry
+from ccgym.envs.config import EnvConfig
 from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
@@ -55,18 +56,6 @@ LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
                        "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
-
-
-def about(text: str, value_rule: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Field metadata: its description (one paragraph) and its value rule, if any."""
-    return {**(value_rule or {}), "doc": " ".join(text.split())}
-
-
-def described(default: Any, text: str, value_rule: dict[str, Any] | None = None) -> Any:
-    """A field with a default (a list is copied for each config), a description and a rule."""
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=about(text, value_rule))
-    return field(default=default, metadata=about(text, value_rule))
 
 
 @dataclass
@@ -129,29 +118,11 @@ class LinksSection:
                                             "DropTail buffers, in BDPs; 0: infinite.")
     vary_ack: list[str] = described([], 'Each training link crossed with these ACK paths: '
                                     '"own" or "clean".')
-    competitors: list[str] = described([NONE], 'What shares the link with the learned flow in '
-                                       'a training episode: one entry drawn uniformly per '
-                                       'episode. "none": the flow alone; a classic scheme as '
-                                       '`ccgym eval --schemes` takes it ("cubic", "bbr", '
-                                       '"copa", "vegas", "fixed:window=20"); "self": one more '
-                                       'flow driven by the policy being trained, "self:N": N '
-                                       'more; several joined by "+" ("cubic+self"), one flow '
-                                       'each. ["none"]: single-flow episodes; any other entry '
-                                       'makes PPO train on shared links (train/ppo_multi.py) '
-                                       'and DAgger label every learned flow with the shared '
-                                       'expert (oracle/shared.py).',
-                                       LIST_OF_STRINGS)
-    competitor_starts: list[str] = described(["with"], 'Each competing flow\'s start relative '
-                                             'to the learned flow\'s, drawn uniformly among '
-                                             'these: "before" (up to competitor_stagger_ms '
-                                             'earlier), "with", "after" (up to '
-                                             'competitor_stagger_ms later).', STARTS)
-    competitor_stagger_ms: float = described(2000.0, "The most a competing flow starts before "
-                                             "or after the learned flow, ms (drawn "
-                                             "uniformly).", NON_NEGATIVE)
-    competitor_stop: float = described(0.0, "The share of competing flows that stop before "
-                                       "the episode ends, each at a time drawn uniformly "
-                                       "after its start.", PROBABILITY)
+    # What competes, as the environment takes it (envs/config.py declares and describes these).
+    competitors: list[str] = same_field(EnvConfig, "competitors")
+    competitor_starts: list[str] = same_field(EnvConfig, "competitor_starts")
+    competitor_stagger_ms: float = same_field(EnvConfig, "competitor_stagger_ms")
+    competitor_stop: float = same_field(EnvConfig, "competitor_stop")
 
     @property
     def shared(self) -> bool:
@@ -161,11 +132,9 @@ class LinksSection:
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """Each competitors entry parsed (the message names the bad part), and a trainer
         that runs shared links."""
-        for entry in self.competitors:
-            try:
-                parse_entry(entry)
-            except ValueError as e:
-                return "links.competitors", f"{e}"
+        problem = entries_problem(self.competitors)
+        if problem:
+            return "links.competitors", problem
         name = config.algorithm.name
         if self.shared and name in TRAINERS and not TRAINERS[name].shared_target:
             return "links.competitors", (f'the {name} trainer runs one flow alone: set ["none"] '
@@ -311,7 +280,7 @@ class DaggerSection:
                                               "sender can learn to read.", SHARES)
     random_start: float = described(0.0, "The share of training episodes that start from a "
                                     "random window, from one packet to four BDPs, held for up "
-                                    "to 3 s (envs/link_env.py start_window): without them no "
+                                    "to 3 s (envs/engine.py start_window): without them no "
                                     "episode leads to a tiny window on a fast link.",
                                     PROBABILITY)
 
@@ -324,7 +293,7 @@ class PpoSection:
                                "weights the actor starts from, relative to the working "
                                'directory; "": from scratch. The value head always starts '
                                "fresh.")
-    reward_scale: float = described(0.02, "The reward of envs/link_env.py multiplied by this: "
+    reward_scale: float = described(0.02, "The reward of envs/engine.py multiplied by this: "
                                     "the value head shares the actor's LSTM, so unscaled "
                                     "returns of -10 to -200 would make the value loss drown "
                                     "the policy's gradient.", POSITIVE)

@@ -6,7 +6,8 @@ bar and TensorBoard; an algorithm only gathers experience and learns from it:
 
     check_config(config)      checks that need its code, before a run folder exists
     Trainer(config)           a fresh state (weights seeded from [run] seed)
-    session(specs)            what it holds open for the run (a Ray pool, RLlib's algorithm)
+    session(links)            what it holds open for the run (a Ray pool, RLlib's algorithm),
+                              on the training links (Link objects; env_config resolves them)
     stages(iteration)         how many progress-bar steps collect and learn advance
     collect(iteration, bar)   the iteration's experience (Rollouts)
     learn(iteration, rollouts, bar) -> Figures   the policy updated on it
@@ -28,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ccgym.emulators.links import Link
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig
 from ccgym.train.validation import validate_policy
@@ -87,11 +89,11 @@ class Trainer(ABC):
         return None
 
     @contextlib.contextmanager
-    def session(self, train_specs: Sequence[str]) -> Iterator[None]:
+    def session(self, train_links: Sequence[Link]) -> Iterator[None]:
         """Holds what the iterations share open (workers, pools) around them."""
         yield
 
-    def use_train_specs(self, train_specs: Sequence[str]) -> None:
+    def use_train_links(self, train_links: Sequence[Link]) -> None:
         """Trains on these links from the next collect on (the curriculum's mix). A trainer
         whose workers hold their links from the session's start cannot."""
         raise NotImplementedError(f"the {self.name} trainer keeps its links for the whole run")

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 
 #include "emulators/cpp/spec.hh"
@@ -259,14 +258,19 @@ void ThreadTuner::decide(bool threads_faster) {
 
 bool ThreadTuner::start_step(Clock::time_point now) {
   if (!adaptive) return true;
-  if (steps == 0) probing = true;
-  if (steps >= 1 && steps <= 2 * kProbeSteps) probe[steps - 1] = now - last_start;
+  if (steps == 0) {
+    probing = true;
+    alone_total = threads_total = Clock::duration::zero();
+  }
+  if (steps >= 1 && steps <= 2 * kProbeSteps) {
+    const auto took = now - last_start;
+    probe[steps - 1] = took;
+    (steps <= kProbeSteps ? alone_total : threads_total) += took;
+  }
   if (probing && steps > kProbeSteps) {
     auto* const alone = probe.data();
     auto* const threads = alone + kProbeSteps;
-    const auto zero = Clock::duration::zero();
-    if (std::accumulate(threads, alone + steps, zero) >
-        std::accumulate(alone, threads, zero)) {
+    if (threads_total > alone_total) {
       decide(false);  // already slower in all than the caller's whole probe
     } else if (steps == 2 * kProbeSteps) {
       const double alone_median = std::chrono::duration<double>(median(alone, threads)).count();

@@ -32,11 +32,11 @@ namespace ccgym {
 // step (its delivery opportunities), the flow's growth ceiling (actions.hh) now, and of its
 // simulation's classic (not external) flows sending now: how many, and their mean packets in
 // flight (0 if none) - what the shared-link expert (oracle/shared.py) matches. The last two
-// are what the envs report and reward (envs/link_env.py's delivered_mbps and step_delay_ms,
-// the same operations in the same order, so the same bits): the delivered rate (Mbit/s over
-// the step) and the step's delay (ms): the mean of the step's arrivals, else the last step's
-// plus kStepMs, from the link's propagation delay at reset. Both are computed on the step's
-// threads, not after the step on the caller's.
+// are what the envs report and reward (envs/engine.py's Rewards reads them; this is the one
+// place they are computed): the delivered rate (Mbit/s over the step) and the step's delay
+// (ms): the mean of the step's arrivals, else the last step's plus kStepMs, from the link's
+// propagation delay at reset. Both are computed on the step's threads, not after the step on
+// the caller's.
 inline constexpr std::size_t kStatDeliveredBytes = 0;
 inline constexpr std::size_t kStatMeanDelayMs = 1;
 inline constexpr std::size_t kStatWindow = 2;
@@ -50,7 +50,7 @@ inline constexpr std::size_t kStatDeliveredMbps = 9;
 inline constexpr std::size_t kStatDelayMs = 10;
 inline constexpr std::size_t kStatColumns = 11;
 
-// Bytes over a step to Mbit/s, as envs/link_env.py's delivered_mbps: bytes x 8 / ms / 1000.
+// Bytes over a step to Mbit/s: bytes x 8 / ms / 1000 (envs/engine.py's capacity_mbps too).
 inline constexpr double kBitsPerByte = 8;
 inline constexpr double kBitsPerKbit = 1000;
 
@@ -112,6 +112,10 @@ struct ThreadTuner {
   uint64_t steps = 0;     // steps begun in this period
   uint64_t period = kTunePeriodSteps;
   std::array<Clock::duration, 2 * kProbeSteps> probe{};  // on the caller, then on the threads
+  // The probe's sums so far, on the caller and on the threads: kept as the steps come, so
+  // that the early end compares two numbers rather than summing the probe on every step.
+  Clock::duration alone_total{};
+  Clock::duration threads_total{};
   Clock::time_point last_start{};
   // At the start of a step: times the previous one, then says where this one runs.
   bool start_step(Clock::time_point now);

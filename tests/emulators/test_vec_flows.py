@@ -77,7 +77,7 @@ def test_flows_stepped_in_one_call_match_the_reference_path(threads):
             np.testing.assert_equal(stats[r, _core.STAT_MEAN_DELAY_MS], mean)
             assert stats[r, _core.STAT_WINDOW] == sim.window(f)
             assert stats[r, _core.STAT_GROWTH_CEILING] == sim.growth_ceiling(f)
-            # envs/link_env.py's delivered_mbps and step_delay_ms, to the bit
+            # the engine's reward reads these two (envs/engine.py); the rules, to the bit
             assert stats[r, _core.STAT_DELIVERED_MBPS] == st["delivered_bytes"] * 8 / 10 / 1000
             delay[r] = delay[r] + _core.STEP_MS if math.isnan(mean) else mean
             assert stats[r, _core.STAT_DELAY_MS] == delay[r]

@@ -9,8 +9,11 @@ from gymnasium.utils.env_checker import check_env
 
 import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
-from ccgym.envs.link_env import UNBOUNDED, EnvConfig, LinkEnv, observation_space
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import UNBOUNDED, observation_space
+from ccgym.envs.link_env import LinkEnv
 from ccgym.oracle.ideal import ideal_window
+from scalar_link_env import ScalarLinkEnv
 
 LINK_12 = "rate_mbps=12,delay_ms=20"
 BDP_12 = 40.0
@@ -70,7 +73,7 @@ def test_info_carries_the_oracle_and_the_step():
         _, _, _, _, info = env.step(_core.HOLD_ACTION)
     # Then it grows, to at most twice the flight the ACKs have shown (or the initial window).
     for _ in range(30):
-        ceiling = env._sim.growth_ceiling()
+        ceiling = env.engine.vec.growth_ceiling(0)
         before = info["window"]
         _, _, _, _, info = env.step(_core.ACTION_NAMES.index("x2"))
         assert info["window"] == max(before, min(2 * before, ceiling))
@@ -226,3 +229,23 @@ def test_a_window_far_below_the_pipe_reads_negative_within_the_space():
         obs, *_ = env.step(_core.ACTION_NAMES.index("/2"))
     assert env.observation_space.contains(obs)
     assert all(obs[i] < 0 for i in _core.OBS_SIGNED_INDICES)
+
+
+def test_runs_the_rules_as_written_out_on_the_scalar_simulator():
+    """The engine under LinkEnv against tests/scalar_link_env.py step by step, over episodes
+    on several links, with random starts held."""
+    config = {"links": [LINK_12, "rate_mbps=8,delivery=poisson,delay_ms=15,loss=0.01",
+                        "rate_mbps=6,delay_ms=30,queue=droptail:packets=10"],
+              "episode_ms": 300, "random_start": 0.5, "oracle_duration_ms": 2000}
+    env, reference = LinkEnv(config), ScalarLinkEnv(config)
+    (obs, info), (ref_obs, ref_info) = env.reset(seed=7), reference.reset(seed=7)
+    actions = np.random.default_rng(3).integers(_core.NUM_ACTIONS, size=200)
+    for action in actions:
+        np.testing.assert_array_equal(obs, ref_obs)
+        assert info == ref_info
+        obs, reward, _, truncated, info = env.step(action)
+        ref_obs, ref_reward, _, ref_truncated, ref_info = reference.step(action)
+        assert reward == pytest.approx(ref_reward, rel=1e-12, abs=1e-12)
+        assert truncated == ref_truncated
+        if truncated:
+            (obs, info), (ref_obs, ref_info) = env.reset(), reference.reset()

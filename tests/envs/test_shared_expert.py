@@ -7,8 +7,10 @@ import pytest
 from ccgym.measure.metrics import jain_index
 from ccgym.emulators import _core
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
-from ccgym.envs.shared_link import SharedLinkEnv, SharedLinks
-from ccgym.envs.link_env import EnvConfig, LinkEnv
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.engine import Engine
+from ccgym.envs.link_env import LinkEnv
+from ccgym.envs.shared_link import SharedLinkEnv
 
 CONSTANT = "rate_mbps=24,delay_ms=20"   # BDP 80 packets
 BDP = 80.0
@@ -21,7 +23,7 @@ def expert_episode(env, steps):
     env.reset(seed=1)
     delivered, windows = [], []
     for _ in range(steps):
-        windows.append(env.core.expert_windows().copy())
+        windows.append(env.engine.expert_windows().copy())
         _, _, _, _, infos = env.step(env.expert_actions())
         delivered.append([infos[a]["delivered_mbps"] if a in infos else 0.0
                           for a in env.possible_agents])
@@ -63,12 +65,12 @@ def test_the_ideals_margin_is_shared_on_a_droptail_link():
     link = "rate_mbps=24,delay_ms=20,queue=droptail:packets=80"
     config = EnvConfig.build({"links": [link], "competitors": ["self"],
                               "oracle_duration_ms": 5000})
-    core = SharedLinks(1, config)
-    core.reset_sim(0, np.random.default_rng(1))
-    core.first_step()
-    ideal = core._ideal_windows()[0]
+    engine = Engine(1, config)
+    engine.reset_sim(0, np.random.default_rng(1))
+    engine.first_step()
+    ideal = engine.ideal_windows()[0]
     assert ideal != BDP   # a searched window, not the BDP
-    np.testing.assert_allclose(core.expert_windows(), [ideal / 2, ideal / 2])
+    np.testing.assert_allclose(engine.expert_windows(), [ideal / 2, ideal / 2])
 
 
 @pytest.mark.parametrize(("fixed", "expected"), [(120, 120.0), (20, 20.0)])
@@ -79,7 +81,7 @@ def test_against_a_fixed_window_the_expert_keeps_as_many_in_flight(fixed, expect
     for _ in range(RAMP_STEPS):
         env.step(env.expert_action())
     # fixed:window=W keeps W packets in flight, above the BDP's half (120) or below (20).
-    assert env.core.expert_windows()[0] == pytest.approx(expected)
+    assert env.engine.expert_windows()[0] == pytest.approx(expected)
 
 
 def test_an_expert_flow_holds_its_share_against_cubic_on_a_one_bdp_droptail():

@@ -11,7 +11,8 @@ from gymnasium.utils.env_checker import check_env
 import ccgym.envs  # noqa: F401  (registers the envs)
 from ccgym.emulators import _core
 from ccgym.envs.competitors import draw_scenario, parse_entry
-from ccgym.envs.link_env import EnvConfig, LinkEnv
+from ccgym.envs.config import EnvConfig
+from ccgym.envs.link_env import LinkEnv
 from ccgym.envs.multi_agent import SharedLinkMultiAgentEnv
 from ccgym.envs.shared_link import SharedLinkEnv
 
@@ -71,7 +72,7 @@ def test_competitors_start_and_stop_as_drawn_and_the_fair_share_follows():
     seen = set()
     for seed in range(6):
         env.reset(seed=seed)
-        scenario = env.core.scenarios[0]
+        scenario = env.engine.scenarios[0]
         now = scenario.begin_ms
         for _ in range(200):
             _, _, _, _, info = env.step(_core.HOLD_ACTION)
@@ -148,8 +149,8 @@ def test_agents_join_when_their_flow_starts_and_leave_when_it_stops():
     assert env.possible_agents == ["flow_0", "flow_1", "flow_2"]
     for seed in range(4):
         obs, _ = env.reset(seed=seed)
-        flows = env.core.scenarios[0].flows
-        now = env.core.scenarios[0].begin_ms
+        flows = env.engine.scenarios[0].flows
+        now = env.engine.scenarios[0].begin_ms
         assert set(obs) == {f"flow_{k}" for k, f in enumerate(flows) if f.start_ms <= now}
         present, done, terminated, left = list(obs), False, {}, set()
         while not done:

@@ -1,4 +1,5 @@
-"""VecLinkEnv against LinkEnv, step by step (envpool's reference test), and its autoreset."""
+"""VecLinkEnv against Link-v0's rules written out on the scalar Simulator (tests/scalar_link_env.py),
+step by step (envpool's reference test), and its autoreset."""
 
 import gymnasium
 import numpy as np
@@ -7,8 +8,8 @@ from gymnasium.vector import AutoresetMode
 
 import ccgym.envs  # noqa: F401  (registers ccgym/Link-v0)
 from ccgym.emulators import _core
-from ccgym.envs.link_env import LinkEnv
 from ccgym.envs.vector import VecLinkEnv
+from scalar_link_env import ScalarLinkEnv
 
 LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10",
          "rate_mbps=8,delivery=poisson,delay_ms=15,loss=0.01",
@@ -25,7 +26,7 @@ def random_actions(steps, n, seed=0):
 def test_matches_single_envs_step_by_step_across_autoresets():
     n, seed, steps = 4, 11, 50  # 20-step episodes: two autoresets
     vec = VecLinkEnv(n, CONFIG, threads=2)
-    singles = [LinkEnv(CONFIG) for _ in range(n)]
+    singles = [ScalarLinkEnv(CONFIG) for _ in range(n)]
     obs, infos = vec.reset(seed=seed)
     for i, env in enumerate(singles):
         o, info = env.reset(seed=seed + i)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from importlib import resources
 from pathlib import Path
 
@@ -10,10 +11,12 @@ import pytest
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
-from ccgym.train.config import (SECTIONS, TrainConfig, describe_config, load_config,
-                                load_packaged_config, parse_assignment, parse_config,
-                                resolve_link_entries, resolve_train_links,
+from ccgym.envs.config import EnvConfig
+from ccgym.train.config import (COMPETITION_FIELDS, SECTIONS, TrainConfig, describe_config,
+                                env_config, load_config, load_packaged_config, parse_assignment,
+                                parse_config, resolve_link_entries, resolve_train_links,
                                 resolve_validation_links, to_toml, with_overrides)
+from ccgym.train.sections import LinksSection
 
 
 # Every training config shipped in configs/train, so that a new one is checked too.
@@ -293,3 +296,29 @@ def test_the_config_reference_describes_every_key() -> None:
             assert f"\n  {f.name} = " in text
     assert '[ppo] (used when [algorithm] name = "ppo")' in text
     assert "  episode_ms = 10000.0    (a number)" in text
+
+
+def test_the_environment_is_derived_once_with_its_links_resolved() -> None:
+    config = parse_config({"links": {"train": ["rate_mbps=12,delay_ms=20"],
+                                     "vary_delay_ms": [5.0, 40.0],
+                                     "competitors": ["none", "cubic"],
+                                     "competitor_starts": ["before", "after"]}}, "test")
+    links = resolve_train_links(config)[0]
+    env = env_config(config, links)
+    # The links travel resolved, each variant under its own name, and survive pickling as
+    # they cross to a worker.
+    assert env.profiles is not None
+    assert [p.name for p in env.profiles] == [link.name for link in links]
+    assert [p.delay_ms for p in env.profiles] == [5.0, 40.0]
+    assert pickle.loads(pickle.dumps(env)) == env
+    for name in COMPETITION_FIELDS:
+        assert getattr(env, name) == getattr(config.links, name)
+    assert env.competitor_starts == ["before", "after"]  # not the default: passed on
+
+
+def test_the_links_competitor_keys_are_the_environments_fields() -> None:
+    declared = {f.name: f for f in dataclasses.fields(EnvConfig)}
+    for f in dataclasses.fields(LinksSection):
+        if f.name in COMPETITION_FIELDS:
+            assert f.metadata == declared[f.name].metadata  # one description, one rule
+    assert set(COMPETITION_FIELDS) <= {f.name for f in dataclasses.fields(LinksSection)}

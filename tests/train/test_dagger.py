@@ -13,11 +13,11 @@ import torch
 
 from ccgym.cli import main
 from ccgym.emulators import _core
-from ccgym.envs.shared_link import SharedLinks
-from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
+from ccgym.envs.engine import Engine
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.train.config import TrainConfig, env_config, load_config, parse_config, to_toml
 from ccgym.policies.lstm import LstmPolicy, action_log_changes
-from ccgym.train.dagger import (IGNORE_LABEL, beta_for, imitation_loss, make_tasks,
-                               resolve_rollout_links, run_rollout)
+from ccgym.train.dagger import IGNORE_LABEL, beta_for, imitation_loss, make_tasks, run_rollout
 from ccgym.train.loop import RunState, load_checkpoint, save_checkpoint, train
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]
@@ -44,6 +44,10 @@ def tiny_config(**sections: dict[str, Any]) -> TrainConfig:
     return parse_config(tiny_doc(**sections), "tiny")
 
 
+def train_links() -> list:
+    return [link_from_spec(spec) for spec in TRAIN_LINKS]
+
+
 def quiet(_: str) -> None:
     pass
 
@@ -56,23 +60,26 @@ def test_beta_schedule() -> None:
 
 def test_tasks_carry_the_links_the_driver_resolved_and_workers_use_them_as_they_are() -> None:
     config = tiny_config()
+    env = env_config(config, train_links())
     # Names no spec would parse to: what a worker shows tells which links it used.
-    links = [dataclasses.replace(link, name=f"driver-{i}")
-             for i, link in enumerate(resolve_rollout_links(config, TRAIN_LINKS))]
-    task = pickle.loads(pickle.dumps(make_tasks(config, links, 1, None)[0]))  # as a worker gets it
-    assert task.links == tuple(links)
-    shared = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links)
+    profiles = tuple(dataclasses.replace(link, name=f"driver-{i}")
+                     for i, link in enumerate(env.profiles or ()))
+    renamed = dataclasses.replace(env, links=profiles)
+    task = pickle.loads(pickle.dumps(make_tasks(config, renamed, 1, None)[0]))  # as a worker gets it
+    assert task.env_config.profiles == profiles
+    shared = Engine(task.num_envs, task.env_config, task.threads)
     shared.reset_sim(0, np.random.default_rng(0))
-    assert shared.links == [] and shared.episode(0)[0].name.startswith("driver-")
+    assert shared.episode(0)[0].name.startswith("driver-")
     # The same rollouts as a worker that resolves the specs itself.
-    given, resolved = run_rollout(task), run_rollout(dataclasses.replace(task, links=()))
+    named = dataclasses.replace(task.env_config, links=list(TRAIN_LINKS))
+    given, resolved = run_rollout(task), run_rollout(dataclasses.replace(task, env_config=named))
     np.testing.assert_array_equal(given.obs, resolved.obs)
     np.testing.assert_array_equal(given.labels, resolved.labels)
 
 
 def test_rollout_labels_every_state_with_the_expert_and_follows_it_at_beta_1() -> None:
     config = tiny_config()
-    tasks = make_tasks(config, resolve_rollout_links(config, TRAIN_LINKS), 1, None)
+    tasks = make_tasks(config, env_config(config, train_links()), 1, None)
     assert len(tasks) == 2 and tasks[0].seed + 4 == tasks[1].seed  # disjoint env seeds
     result = run_rollout(tasks[0])
     steps = int(config.run.episode_ms / 10)

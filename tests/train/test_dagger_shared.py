@@ -9,10 +9,11 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from ccgym.emulators import _core
-from ccgym.envs.shared_link import SharedLinks
+from ccgym.envs.engine import Engine
 from ccgym.envs.vector import VecLinkEnv
-from ccgym.train.config import TrainConfig, parse_config
-from ccgym.train.dagger import RolloutTask, make_tasks, resolve_rollout_links, run_rollout
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.train.config import TrainConfig, env_config, parse_config
+from ccgym.train.dagger import RolloutTask, make_tasks, run_rollout
 from ccgym.train.loop import train
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20,queue=droptail:packets=40",
@@ -34,9 +35,13 @@ def shared_config(**links: Any) -> TrainConfig:
     return parse_config(doc, "shared")
 
 
-def started(task: RolloutTask) -> SharedLinks:
+def rollout_env(config: TrainConfig):
+    return env_config(config, [link_from_spec(spec) for spec in TRAIN_LINKS])
+
+
+def started(task: RolloutTask) -> Engine:
     """The task's simulations, drawn as run_rollout draws them."""
-    links = SharedLinks(task.num_envs, task.env_config)
+    links = Engine(task.num_envs, task.env_config)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     return links
@@ -44,7 +49,7 @@ def started(task: RolloutTask) -> SharedLinks:
 
 def expert_replay(task: RolloutTask) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each learned flow's (observations, expert actions) while it sends, the expert driving
-    every flow: a flow at a time, read from SharedLinks step by step."""
+    every flow: a flow at a time, read from Engine step by step."""
     links = started(task)
     rows = links.first_step()
     seen: list[tuple[list[np.ndarray], list[int]]] = [([], []) for _ in range(links.num_rows)]
@@ -62,7 +67,7 @@ def expert_replay(task: RolloutTask) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def test_every_learned_flow_is_an_episode_labelled_by_the_shared_expert() -> None:
     config = shared_config(competitor_starts=["with", "after"], competitor_stagger_ms=800.0)
-    task = make_tasks(config, resolve_rollout_links(config, TRAIN_LINKS), 1, None)[0]
+    task = make_tasks(config, rollout_env(config), 1, None)[0]
     task.exploration = 0.0  # the expert drives every flow: the replay can follow it
     result = run_rollout(task)
     replay = expert_replay(task)
@@ -82,7 +87,7 @@ def test_dagger_on_shared_links_aggregates_one_episode_per_learned_flow(tmp_path
     state = train(config, tmp_path / "run", progress=False, say=lambda _: None)
     dagger = state.trainer
     flows = sum(started(task).num_rows for i in (1, 2)
-                for task in make_tasks(config, resolve_rollout_links(config, TRAIN_LINKS), i, dagger.policy))
+                for task in make_tasks(config, rollout_env(config), i, dagger.policy))
     assert len(dagger.train_episodes) + len(dagger.holdout_episodes) == flows
     assert flows > 2 * config.dagger.rollouts_per_iteration  # some simulation had "self"
     assert len(state.history) == 2 and np.isfinite(state.history[-1]["score"])
@@ -93,7 +98,7 @@ def test_alone_on_the_link_a_rollout_records_what_veclinkenv_steps() -> None:
     """competitors ["none"]: simulation i is VecLinkEnv's sub-environment of seed + i, the
     expert driving, its observations and expert actions recorded step by step."""
     config = shared_config(competitors=["none"])
-    task = make_tasks(config, resolve_rollout_links(config, TRAIN_LINKS), 1, None)[0]
+    task = make_tasks(config, rollout_env(config), 1, None)[0]
     task.exploration = 0.0
     result = run_rollout(task)
     env = VecLinkEnv(task.num_envs, task.env_config, threads=1)

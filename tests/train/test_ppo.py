@@ -15,7 +15,8 @@ from ccgym.deploy.export import max_difference, recorded_observations
 from ccgym.emulators import _core
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train import ppo
-from ccgym.train.config import TrainConfig, parse_config, to_toml
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.train.config import TrainConfig, env_config, parse_config, to_toml
 from ccgym.train.loop import RunState, train
 from ccgym.train.pool import RolloutPool
 from ccgym.train.ppo_module import LOGIT_RANGE
@@ -138,7 +139,7 @@ def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
 
     # One env runner as a Ray actor: the weights must reach it too, not only the learner.
     config = ppo_config(run={"workers": 1}, ppo={"init_from": str(dagger_run)})
-    algo = ppo.algorithm_config(config, [TINY_LINK]).build_algo()
+    algo = ppo.algorithm_config(config, env_config(config, [link_from_spec(TINY_LINK)])).build_algo()
     try:
         learner = ppo._learner_call(algo, lambda lr: ppo._module(lr).policy.state_dict())
         runners = algo.env_runner_group.foreach_env_runner(

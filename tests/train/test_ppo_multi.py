@@ -16,11 +16,13 @@ from tqdm import tqdm
 from ccgym.cli import main
 from ccgym.emulators import _core
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.train.config import TrainConfig, parse_config
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.envs.config import EnvConfig
+from ccgym.train.config import TrainConfig, env_config, parse_config
 from ccgym.train.loop import train
 from ccgym.train.pool import RolloutPool
 from ccgym.train import ppo
-from ccgym.train.ppo_multi import (MODULE_ID, FairShareEnv, PpoMulti, fair_share_bonus,
+from ccgym.train.ppo_multi import (MODULE_ID, FairShare, FairShareEnv, PpoMulti, fair_share_bonus,
                                    multi_algorithm_config, multi_env_config)
 from ccgym.train.registry import trainer_class
 from ccgym.train.trainer import Progress
@@ -88,7 +90,7 @@ def test_learned_flows_are_agents_of_one_module() -> None:
     config = multi_config(links={"competitors": ["self:2"]}, run={"num_envs": 2})
     assert trainer_class("ppo", config.links.shared) is PpoMulti
     trainer = PpoMulti(config)
-    with trainer.session([LINK]):
+    with trainer.session([link_from_spec(LINK)]):
         rollouts = trainer.collect(1, Progress(tqdm(disable=True)))
         episodes = rollouts.data  # one per learned flow, tagged as a multi-agent episode's
         assert len(episodes) == 2 * 3 and rollouts.env_steps == 2 * 200
@@ -111,7 +113,7 @@ def test_warm_start_puts_the_policy_in_every_copy_of_the_module(tmp_path: Path) 
     start.save(tmp_path / "policy.pt")
     expected = start.state_dict()
     config = multi_config(run={"workers": 1}, ppo={"init_from": str(tmp_path)})
-    algo = multi_algorithm_config(config, [LINK]).build_algo()
+    algo = multi_algorithm_config(config, env_config(config, [link_from_spec(LINK)])).build_algo()
     try:
         learner = ppo._learner_call(
             algo, lambda lr: ppo._module(lr, MODULE_ID).policy.state_dict())
@@ -153,9 +155,9 @@ def test_the_fair_share_bonus_peaks_at_the_fair_share() -> None:
 
 
 def test_the_env_adds_the_bonus_to_each_flows_own_reward() -> None:
-    base = {"links": [LINK], "episode_ms": 300.0, "competitors": ["self"]}
-    plain = FairShareEnv(base)
-    fair = FairShareEnv({**base, "fair_share_weight": 0.5, "fair_share_sigma": 0.5})
+    base = EnvConfig(links=[LINK], episode_ms=300.0, competitors=["self"])
+    plain = FairShareEnv({"config": base, "fair_share": FairShare()})
+    fair = FairShareEnv({"config": base, "fair_share": FairShare(0.5, 0.5)})
     plain.reset(seed=4)
     fair.reset(seed=4)
     rng = np.random.default_rng(0)
@@ -177,7 +179,7 @@ def test_competitors_are_config_keys_passed_to_the_env() -> None:
                                  "competitor_starts": ["before", "after"],
                                  "competitor_stagger_ms": 500.0, "competitor_stop": 0.5})
     assert config.links.shared
-    env = FairShareEnv(multi_env_config(config, [LINK]))
+    env = FairShareEnv(multi_env_config(config, env_config(config, [link_from_spec(LINK)])))
     assert env.config.competitors == ["none", "cubic", "bbr+self", "self:2"]
     assert env.config.competitor_starts == ["before", "after"]
     assert env.possible_agents == ["flow_0", "flow_1", "flow_2"]

@@ -20,7 +20,8 @@ from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorica
 
 from ccgym.envs.vector import VecLinkEnv
 from ccgym.train import ppo
-from ccgym.train.config import parse_config
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.train.config import env_config, parse_config
 from ccgym.train.pool import RolloutPool
 from ccgym.train.ppo_multi import MODULE_ID, FairShareEnv, multi_algorithm_config, \
     multi_env_config
@@ -47,7 +48,8 @@ def local_algo(build: Callable[..., Any], num_envs: int, steps: int, seed: int,
         doc.setdefault(name, {}).update(values)
     config = parse_config(doc, "runner")
     with RolloutPool(1):
-        built = build(config, doc["links"]["train"]).build_algo()
+        links = [link_from_spec(spec) for spec in doc["links"]["train"]]
+        built = build(config, env_config(config, links)).build_algo()
         try:
             yield config, built
         finally:
@@ -87,7 +89,7 @@ def test_episodes_replay_in_the_env_and_the_module(algo) -> None:
     assert len(episodes) == NUM_ENVS and steps == NUM_ENVS * STEPS
     assert all(e.is_truncated and not e.is_terminated and len(e) == STEPS for e in episodes)
     # The same env, reset with the runner's seed and stepped with the episodes' actions.
-    env = VecLinkEnv(NUM_ENVS, ppo.env_config(config, [TINY_LINK])["config"], threads=1,
+    env = VecLinkEnv(NUM_ENVS, env_config(config, [link_from_spec(TINY_LINK)]), threads=1,
                      autoreset_mode=AutoresetMode.NEXT_STEP)
     obs, _ = env.reset(seed=ppo.stream_seed(config.run.seed, 1, ppo.SAMPLE_STREAM, 0))
     actions = np.stack([e.get_actions() for e in episodes])
@@ -187,7 +189,7 @@ def test_flow_episodes_replay_in_fair_share_env(multi_algo) -> None:
     assert steps == MULTI_NUM_ENVS * MULTI_STEPS
     simulations = by_simulation(episodes)
     assert len(simulations) == MULTI_NUM_ENVS
-    env = FairShareEnv(multi_env_config(config, [SHARED_LINK]))
+    env = FairShareEnv(multi_env_config(config, env_config(config, [link_from_spec(SHARED_LINK)])))
     seed = ppo.stream_seed(config.run.seed, 1, ppo.SAMPLE_STREAM, 0)
     for i, flows in enumerate(simulations):
         replayed = replay(env, seed + i, flows)
