@@ -19,6 +19,7 @@ from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, is
 from ccgym.emulators._core import STEP_MS
 from ccgym.envs.competitors import NONE, STARTS, parse_entry
 from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
+from ccgym.measure.metrics import SHARE_RAMP_MS
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -247,6 +248,45 @@ class EvalSection:
                                         NON_NEGATIVE)
     leaderboard: bool = described(True, "Print the leaderboard of the trained policy beside "
                                   "the baselines at the end.")
+    share_against: list[str] = described([], "Competitors the policy is also validated beside, "
+                                         'each classic scheme in runs of its own (e.g. ["cubic", '
+                                         '"bbr"]): the competitor first, the policy '
+                                         "share_stagger_s later, on share_links; TensorBoard "
+                                         "logs the policy's share as eval/shares/beside_NAME "
+                                         "(train/share_validation.py). [] (default): none.")
+    share_links: LinkEntries = described("shared-bottleneck", "Links of the share validation: "
+                                         "a link set or link specs, as [links] validation.")
+    share_duration_s: float = described(20.0, "Simulated seconds of each share-validation run; "
+                                        "the share counts from the policy's start plus 5 s "
+                                        "(measure.metrics.SHARE_RAMP_MS).", POSITIVE)
+    share_stagger_s: float = described(5.0, "When the policy joins its competitor, s.",
+                                       NON_NEGATIVE)
+    share_floor: float = described(0.0, "How the best iteration (policy.pt) is chosen: first by "
+                                   "its lowest share beside share_against's competitors, capped "
+                                   "at this floor, then by score. 0 (default): by score alone; "
+                                   "0.35: a policy holding 0.35 beside every competitor beats "
+                                   "any that does not, and the score decides among those. Above "
+                                   "0, the capped lowest share is also a watched figure of "
+                                   "[run] patience.", PROBABILITY)
+
+    def check(self, config: TrainConfig) -> tuple[str, str] | None:
+        """The share runs measure something, and a floor has shares to judge."""
+        if any(not s.strip() for s in self.share_against):
+            return "eval.share_against", "has an empty scheme name"
+        if self.share_against:
+            if not self.share_links or (isinstance(self.share_links, list)
+                                        and not all(e.strip() for e in self.share_links)):
+                return "eval.share_links", "must name a link set or list link specs"
+            least_s = self.share_stagger_s + SHARE_RAMP_MS / 1000.0
+            if self.share_duration_s <= least_s:
+                return "eval.share_duration_s", (
+                    f"must be more than share_stagger_s + {SHARE_RAMP_MS / 1000:g} s (the policy's "
+                    f"start and the ramp before shares count), {least_s:g}, got "
+                    f"{self.share_duration_s:g}")
+        if self.share_floor > 0 and not self.share_against:
+            return "eval.share_floor", ("needs competitors to hold a share beside: set "
+                                        'share_against (e.g. ["cubic", "bbr"]) or a floor of 0')
+        return None
 
     @property
     def validation_length_s(self) -> float | None:

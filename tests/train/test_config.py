@@ -110,6 +110,13 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[links]\nvary_ack = [\"stalling\"]\n", r"\[links\] vary_ack: 'stalling' is not one of own"),
     ("[links]\nvary_delay_ms = [-5]\n", r"\[links\] vary_delay_ms: -5.0 is not a delay"),
     ("[links]\nvary_queue_bdp = [\"big\"]\n", r"\[links\] vary_queue_bdp: must be a list of numbers"),
+    ("[eval]\nshare_floor = 0.3\n", r"\[eval\] share_floor: needs competitors"),
+    ("[eval]\nshare_floor = 1.5\n", r"\[eval\] share_floor: must be in \[0, 1\]"),
+    ("[eval]\nshare_against = [\"bbr\"]\nshare_duration_s = 10\n",
+     r"\[eval\] share_duration_s: must be more than share_stagger_s \+ 5 s .* 10, got 10"),
+    ("[eval]\nshare_against = [\"bbr\"]\nshare_links = []\n",
+     r"\[eval\] share_links: must name a link set"),
+    ("[eval]\nshare_against = [\" \"]\n", r"\[eval\] share_against: has an empty scheme"),
 ])
 def test_bad_values(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(UserError, match=match):
@@ -177,7 +184,9 @@ def test_mixed_shared_is_mixed_with_a_competitor() -> None:
     shared = load_packaged_config("mixed-shared").to_dict()
     differ = {f"{s}.{k}" for s in mixed for k in mixed[s] if mixed[s][k] != shared[s][k]}
     assert differ == {"run.name", "links.competitors", "links.competitor_starts",
-                      "links.competitor_stagger_ms"}
+                      "links.competitor_stagger_ms", "eval.share_against"}
+    # It watches its shares but chooses its policy by score, as mixed does.
+    assert shared["eval"]["share_floor"] == 0.0
 
 
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch) -> None:
