@@ -113,6 +113,9 @@ nb::dict feature_dict(const FeatureValues& v) {
   d["min_rtt_ms"] = v.min_rtt_ms;
   d["last_rtt_ms"] = v.last_rtt_ms;
   d["ack_rate_mbps"] = v.ack_rate_mbps;
+  d["standing_queue"] = v.standing_queue;
+  d["rate_ratio_log2"] = v.rate_ratio_log2;
+  d["rate_ratio_log2_slow"] = v.rate_ratio_log2_slow;
   return d;
 }
 
@@ -138,6 +141,17 @@ NB_MODULE(_core, m) {
   // A list: nanobind's stub generator writes a one-element tuple as "(7)", an int.
   m.attr("OBS_SIGNED_INDICES") =
       nb::cast(std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end()));
+  // Each observation version this build computes -> its length, and its signed entries.
+  nb::dict obs_dims;
+  nb::dict signed_by_version;
+  for (int version : kObservationVersions) obs_dims[nb::int_(version)] = observation_dim(version);
+  signed_by_version[nb::int_(kObservationVersion)] =
+      std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end());
+  signed_by_version[nb::int_(kCompetitionObservationVersion)] =
+      std::vector<int>(kObsSignedIndicesV5.begin(), kObsSignedIndicesV5.end());
+  m.attr("OBS_DIMS") = obs_dims;
+  m.attr("OBS_SIGNED_INDICES_BY_VERSION") = signed_by_version;
+  m.attr("COMPETITION_OBSERVATION_VERSION") = kCompetitionObservationVersion;
   m.attr("OBS_WINDOW_INDEX") = kObsWindowIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
   m.attr("EXTERNAL_SCHEME") = std::string(kExternalScheme);
@@ -269,11 +283,15 @@ NB_MODULE(_core, m) {
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
-      .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
+      .def("observation", [](Simulator& s, int previous_action, std::size_t flow, int version) {
         check_flow(s, flow);
-        auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action, s.now_ms());
-        return to_numpy<float>(std::vector<float>(obs.begin(), obs.end()));
-      }, "previous_action"_a, "flow"_a = 0)
+        const int dim = observation_dim(version);
+        if (dim < 0) throw std::invalid_argument("no such observation version");
+        std::vector<float> obs(static_cast<std::size_t>(dim));
+        s.sender(flow).features().observation_into(version, s.sender(flow).window(),
+                                                    previous_action, s.now_ms(), obs.data());
+        return to_numpy<float>(std::move(obs));
+      }, "previous_action"_a, "flow"_a = 0, "version"_a = kObservationVersion)
       .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         ExternalWindow* w = s.external(flow);
