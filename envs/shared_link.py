@@ -88,10 +88,12 @@ class SharedLinks:
     """N simulations of shared links, all their learned flows stepped in one C++ call."""
 
     def __init__(self, num_sims: int, config: EnvConfig, threads: int = 1,
-                 allow_self: bool = True, profiles: Sequence[LinkProfile] | None = None) -> None:
+                 allow_self: bool = True, profiles: Sequence[LinkProfile] | None = None,
+                 observation_version: int = _core.OBSERVATION_VERSION) -> None:
         """profiles: config.links already resolved (link_profile, with config's oracle
         settings), as a trainer's driver resolves them once for all its workers: used as
-        they are, no spec parsed again. None: config.links are resolved here."""
+        they are, no spec parsed again. None: config.links are resolved here.
+        observation_version: what the rows observe (policies/cpp/features.hh)."""
         self.config = config
         self._given = tuple(profiles) if profiles is not None else None
         self.links: list[Link] = [] if self._given else resolve_env_links(config.links)
@@ -101,6 +103,7 @@ class SharedLinks:
                              f"(envs/multi_agent.py), got {config.competitors!r}")
         self.num_sims = num_sims
         self.vec = _core.VecSimulator(num_sims, threads)
+        self.vec.set_observation_version(observation_version)
         self.scenarios: list[Scenario | None] = [None] * num_sims
         self.profiles: list[SharedProfile | None] = [None] * num_sims
         self.steps = np.zeros(num_sims, dtype=np.int64)
@@ -177,7 +180,7 @@ class SharedLinks:
             actions = np.where(holding[self._row_sim], _core.HOLD_ACTION, actions)
         actions = np.ascontiguousarray(actions, dtype=np.int32)
         rows = len(actions)
-        obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
+        obs = np.empty((rows, self.vec.obs_dim), dtype=np.float32)
         columns = np.empty((_core.STAT_COLUMNS, rows))
         self.vec.step(actions, obs, columns)
         self.steps += 1

@@ -12,17 +12,15 @@ Each iteration i = 1, 2, ...:
      links, keep the best policy (policy.pt), write a checkpoint;
   6. stop when neither figure has improved for `patience` iterations.
 
-Steps 1 and 2 are Dagger.collect, 3 and 4 Dagger.learn; the loop every trainer shares
-(train/loop.py) does step 5 and 6: validation, best-keeping, patience, checkpoints, TensorBoard.
-Rollouts run on the RolloutPool (train/pool.py), one SharedLinks per task (N simulations stepped
-together in C++); everything a rollout needs travels in a RolloutTask, as on a cluster node.
+Steps 1-2 are Dagger.collect, 3-4 Dagger.learn; train/loop.py does 5 and 6. Rollouts run on
+the RolloutPool (train/pool.py), one SharedLinks per task (N simulations stepped together in
+C++); all a rollout needs travels in a RolloutTask, as on a cluster node.
 
 On shared links ([links] competitors other than ["none"]) every learned flow of a simulation
 (flow_0 and one per "self") is driven by the same expert-policy mixture, each with its own
 coins, labelled by the shared expert (oracle/shared.py: the classic competitors' mean packets
 in flight, or the ideal window split among the learned flows), and aggregated as an episode of
-its own, from its flow's start to its stop. Alone on the link the rollouts are those of
-ccgym/Link-v0. Validation stays the policy alone on the validation links.
+its own, from its flow's start to its stop. Alone, the rollouts are ccgym/Link-v0's.
 """
 
 from __future__ import annotations
@@ -82,6 +80,7 @@ class RolloutTask:
     threads: int = 1
     # env_config.links as resolve_rollout_links gave them; empty: the worker resolves them
     links: tuple[LinkProfile, ...] = ()
+    observation_version: int = _core.OBSERVATION_VERSION  # [model] observation_version
 
 
 @dataclass
@@ -102,17 +101,13 @@ class RolloutResult:
 
 
 def run_rollout(task: RolloutTask) -> RolloutResult:
-    """Rolls out one batch of simulations; runs in a Ray worker or in-process.
-
-    Every learned flow of every simulation is a row of SharedLinks (envs/shared_link.py):
-    flow_0 and one more per "self" competitor, each driven by the same expert-policy mixture
-    with its own coins, labelled by the shared expert, and recorded as an episode of its own
-    from its start to its stop. Alone on the link (competitors ["none"]) simulation i is
-    the LinkEnv episode of seed + i, as VecLinkEnv ran it.
-    """
+    """Rolls out one batch of simulations (in a Ray worker or in-process): every learned
+    flow a row of SharedLinks (envs/shared_link.py), recorded as the module says. Alone on
+    the link (competitors ["none"]) simulation i is the LinkEnv episode of seed + i."""
     torch.set_num_threads(1)  # a worker owns one CPU; torch's own pool would oversubscribe it
     start = time.perf_counter()
-    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None)
+    links = SharedLinks(task.num_envs, task.env_config, task.threads, profiles=task.links or None,
+                        observation_version=task.observation_version)
     for i in range(task.num_envs):
         links.reset_sim(i, seeding.np_random(task.seed + i)[0])
     rows = links.first_step()
@@ -190,7 +185,8 @@ def make_tasks(config: TrainConfig, train_links: Sequence[LinkProfile], iteratio
         seed = config.run.seed + worker_index * per_task
         tasks.append(RolloutTask(worker_index, n, rollout_env_config(config, specs, seed), seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 d.exploration, config.run.env_threads, tuple(train_links)))
+                                 d.exploration, config.run.env_threads, tuple(train_links),
+                                 config.model.observation_version))
     return tasks
 
 
@@ -345,7 +341,9 @@ class Dagger(Trainer):
     def __init__(self, config: TrainConfig) -> None:
         super().__init__(config)
         torch.manual_seed(config.run.seed)
-        self._policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
+        model = config.model
+        self._policy = LstmPolicy(hidden_size=model.hidden_size, head=model.head,
+                                  observation_version=model.observation_version)
         self.optimizer = make_optimizer(self._policy, config)
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []

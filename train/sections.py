@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 
 from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, is_count,
                                  is_number, rule)
-from ccgym.emulators._core import STEP_MS
+from ccgym.emulators._core import OBS_DIMS, OBSERVATION_VERSION, STEP_MS
 from ccgym.envs.competitors import NONE, STARTS, parse_entry
 from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
 from ccgym.measure.metrics import SHARE_RAMP_MS
@@ -56,6 +56,8 @@ LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
                        "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
+OBSERVATION = rule(lambda v: v in OBS_DIMS,
+                   f"must be one of {', '.join(map(str, OBS_DIMS))} (policies/cpp/features.hh)")
 
 
 def about(text: str, value_rule: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -216,6 +218,21 @@ class ModelSection:
                           'learned by cross-entropy, or "log_change", the log window change '
                           "learned by squared error, the action then the one whose change is "
                           "closest.", HEAD)
+    observation_version: int = described(OBSERVATION_VERSION, "What the policy observes "
+                                         "(policies/cpp/features.hh): 4, the default, or 5, "
+                                         "which adds Copa's drain test and the send-over-"
+                                         "delivery rate ratios, fast and slow, that tell a "
+                                         "competitor's standing queue from the flow's own. "
+                                         "DAgger only.", OBSERVATION)
+
+    def check(self, config: TrainConfig) -> tuple[str, str] | None:
+        """PPO's environments observe the default version only."""
+        if self.observation_version != OBSERVATION_VERSION and config.algorithm.name != "dagger":
+            return "model.observation_version", (f"the {config.algorithm.name} trainer observes "
+                                                 f"version {OBSERVATION_VERSION} only; set "
+                                                 f"{OBSERVATION_VERSION} or [algorithm] name = "
+                                                 '"dagger"')
+        return None
 
 
 @dataclass

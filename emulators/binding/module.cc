@@ -347,6 +347,9 @@ NB_MODULE(_core, m) {
       .def("advance", &VecSimulator::advance, "i"_a, "until_ms"_a,
            "Runs simulation i alone to until_ms (competitors that start first).")
       .def_prop_ro("num_rows", &VecSimulator::rows, "External flows of all simulations.")
+      .def_prop_ro("obs_dim", &VecSimulator::obs_dim, "Each row's observation length.")
+      .def("set_observation_version", &VecSimulator::set_observation_version, "version"_a,
+           "Which observation every row reads (OBS_DIMS' keys); OBSERVATION_VERSION until set.")
       .def_prop_ro("threads", &VecSimulator::threads, "Threads a step runs on.")
       .def("row_begin", &VecSimulator::row_begin, "i"_a,
            "Simulation i's first row; row_begin(len(self)) == num_rows.")
@@ -360,7 +363,7 @@ NB_MODULE(_core, m) {
         const std::size_t rows = v.rows();
         if (actions.shape(0) != rows) throw std::invalid_argument("one action per row");
         StepOutputs out;
-        if (obs) out.obs = checked(*obs, rows, kObsDim, "obs")->data();
+        if (obs) out.obs = checked(*obs, rows, v.obs_dim(), "obs")->data();
         if (columns) out.columns = checked(*columns, kStatColumns, rows, "columns")->data();
         if (targets) out.targets = checked(*targets, rows, "targets")->data();
         if (experts) out.experts = checked(*experts, rows, "experts")->data();
@@ -375,8 +378,8 @@ NB_MODULE(_core, m) {
          "statistic contiguous) and, for a target window per row, experts (int64: as\n"
          "closest_actions(targets) would after the step).")
       .def("observations", [](VecSimulator& v, nb::object out) {
-        return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
-      }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.",
+        return fill_rows<float>(out, v.rows(), v.obs_dim(), [&](float* p) { v.observations(p); });
+      }, "out"_a = nb::none(), "rows x obs_dim float32, into out if given.",
          // out is a plain object here (fill_rows checks it), an array in the stub.
          nb::sig("def observations(self, out: numpy.typing.NDArray[numpy.float32] | None = None)"
                  " -> numpy.typing.NDArray[numpy.float32]"))

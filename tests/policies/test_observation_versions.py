@@ -91,3 +91,27 @@ def test_a_version_5_policy_evaluates_and_exports_as_it_trains(tmp_path: Path) -
     [from_onnx] = simulate_scheme(link, f"lstm:{exported}", [2], 3000.0)
     assert from_pt.metrics.throughput_mbps > 0
     assert from_pt.metrics.throughput_mbps == pytest.approx(from_onnx.metrics.throughput_mbps)
+
+
+def test_training_rollouts_observe_the_version_asked_for() -> None:
+    from ccgym.envs.link_env import EnvConfig
+    from ccgym.envs.shared_link import SharedLinks
+    from gymnasium.utils import seeding
+
+    config = EnvConfig(links=[LINK], episode_ms=2000.0, competitors=["bbr"])
+    runs = {}
+    for version in (V4, V5):
+        links = SharedLinks(2, config, observation_version=version)
+        for i in range(2):
+            links.reset_sim(i, seeding.np_random(7 + i)[0])
+        steps = [links.first_step().obs]
+        for _ in range(150):
+            steps.append(links.step(np.full(links.num_rows, _core.HOLD_ACTION + 1,
+                                            dtype=np.int32)).obs)
+        runs[version] = np.stack(steps)
+    assert runs[V5].shape[-1] == _core.OBS_DIMS[V5]
+    # The same simulations: version 5's first readings and one-hot are version 4's.
+    np.testing.assert_array_equal(runs[V5][..., :_core.OBS_SCALED], runs[V4][..., :_core.OBS_SCALED])
+    np.testing.assert_array_equal(runs[V5][..., _core.OBS_SCALED + 3:],
+                                  runs[V4][..., _core.OBS_SCALED:])
+    assert np.ptp(runs[V5][..., DRAIN]) > 0

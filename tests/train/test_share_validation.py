@@ -66,3 +66,21 @@ def test_training_logs_the_shares_and_keeps_the_policy_the_floor_prefers(tmp_pat
             "eval/shares/beside_bbr/narrow"} <= scalars, scalars
     logged = [e.value for e in events.Scalars("eval/shares/lowest")]
     assert logged == pytest.approx(lowest)
+
+
+def test_dagger_trains_a_version_5_policy_beside_bbr(tmp_path: Path) -> None:
+    from ccgym.emulators import _core
+
+    # What configs/train/mixed-bbr.toml asks, on tiny links: bbr in the episodes, observation
+    # version 5, shares validated.
+    doc = tiny_doc(model={"observation_version": _core.COMPETITION_OBSERVATION_VERSION},
+                   eval={"share_against": ["bbr"], "share_links": [SHARE_LINK],
+                         "share_duration_s": 11.0})
+    doc["run"]["iterations"] = 2
+    doc["links"]["competitors"] = ["none", "bbr"]
+    state = train(parse_config(doc, "tiny"), tmp_path / "run", progress=False, say=quiet)
+    policy = LstmPolicy.load(tmp_path / "run" / "policy.pt")
+    assert policy.observation_version == _core.COMPETITION_OBSERVATION_VERSION
+    assert policy.obs_dim == _core.OBS_DIMS[_core.COMPETITION_OBSERVATION_VERSION]
+    assert all(0.0 <= h["shares/beside_bbr"] <= 1.0 for h in state.history)
+    assert state.trainer.dataset_size > 0
