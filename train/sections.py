@@ -56,8 +56,7 @@ LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
                        "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
-OBSERVATION = rule(lambda v: v in OBS_DIMS,
-                   f"must be one of {', '.join(map(str, OBS_DIMS))} (policies/cpp/features.hh)")
+OBSERVATION = rule(lambda v: v in OBS_DIMS, f"must be one of {', '.join(map(str, OBS_DIMS))}")
 
 
 def about(text: str, value_rule: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -219,20 +218,9 @@ class ModelSection:
                           "learned by squared error, the action then the one whose change is "
                           "closest.", HEAD)
     observation_version: int = described(OBSERVATION_VERSION, "What the policy observes "
-                                         "(policies/cpp/features.hh): 4, the default, or 5, "
-                                         "which adds Copa's drain test and the send-over-"
-                                         "delivery rate ratios, fast and slow, that tell a "
-                                         "competitor's standing queue from the flow's own. "
-                                         "DAgger only.", OBSERVATION)
-
-    def check(self, config: TrainConfig) -> tuple[str, str] | None:
-        """PPO's environments observe the default version only."""
-        if self.observation_version != OBSERVATION_VERSION and config.algorithm.name != "dagger":
-            return "model.observation_version", (f"the {config.algorithm.name} trainer observes "
-                                                 f"version {OBSERVATION_VERSION} only; set "
-                                                 f"{OBSERVATION_VERSION} or [algorithm] name = "
-                                                 '"dagger"')
-        return None
+                                         "(policies/cpp/features.hh): 4, or 5, which adds "
+                                         "readings that tell a competitor's standing queue from "
+                                         "the flow's own. DAgger only.", OBSERVATION)
 
 
 @dataclass
@@ -265,44 +253,34 @@ class EvalSection:
                                         NON_NEGATIVE)
     leaderboard: bool = described(True, "Print the leaderboard of the trained policy beside "
                                   "the baselines at the end.")
-    share_against: list[str] = described([], "Competitors the policy is also validated beside, "
-                                         'each classic scheme in runs of its own (e.g. ["cubic", '
-                                         '"bbr"]): the competitor first, the policy '
-                                         "share_stagger_s later, on share_links; TensorBoard "
-                                         "logs the policy's share as eval/shares/beside_NAME "
-                                         "(train/share_validation.py). [] (default): none.")
-    share_links: LinkEntries = described("shared-bottleneck", "Links of the share validation: "
-                                         "a link set or link specs, as [links] validation.")
-    share_duration_s: float = described(20.0, "Simulated seconds of each share-validation run; "
-                                        "the share counts from the policy's start plus 5 s "
-                                        "(measure.metrics.SHARE_RAMP_MS).", POSITIVE)
+    share_against: list[str] = described([], "Competitors the policy is also validated beside "
+                                         '(e.g. ["cubic", "bbr"]; [] none), each first on '
+                                         "share_links, the policy share_stagger_s later: "
+                                         "eval/shares/ (train/share_validation.py).")
+    share_links: LinkEntries = described("shared-bottleneck", "Links of the share validation, "
+                                         "as [links] validation.")
+    share_duration_s: float = described(20.0, "Seconds of each share run; shares count from "
+                                        "the policy's start plus 5 s.", POSITIVE)
     share_stagger_s: float = described(5.0, "When the policy joins its competitor, s.",
                                        NON_NEGATIVE)
-    share_floor: float = described(0.0, "How the best iteration (policy.pt) is chosen: first by "
-                                   "its lowest share beside share_against's competitors, capped "
-                                   "at this floor, then by score. 0 (default): by score alone; "
-                                   "0.35: a policy holding 0.35 beside every competitor beats "
-                                   "any that does not, and the score decides among those. Above "
-                                   "0, the capped lowest share is also a watched figure of "
-                                   "[run] patience.", PROBABILITY)
+    share_floor: float = described(0.0, "The best iteration (policy.pt) is the one with the "
+                                   "highest lowest share beside share_against capped at this "
+                                   "floor, then the highest score; 0: by score alone.",
+                                   PROBABILITY)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """The share runs measure something, and a floor has shares to judge."""
+        least_s = self.share_stagger_s + SHARE_RAMP_MS / 1000.0
         if any(not s.strip() for s in self.share_against):
             return "eval.share_against", "has an empty scheme name"
-        if self.share_against:
-            if not self.share_links or (isinstance(self.share_links, list)
-                                        and not all(e.strip() for e in self.share_links)):
-                return "eval.share_links", "must name a link set or list link specs"
-            least_s = self.share_stagger_s + SHARE_RAMP_MS / 1000.0
-            if self.share_duration_s <= least_s:
-                return "eval.share_duration_s", (
-                    f"must be more than share_stagger_s + {SHARE_RAMP_MS / 1000:g} s (the policy's "
-                    f"start and the ramp before shares count), {least_s:g}, got "
-                    f"{self.share_duration_s:g}")
+        if self.share_against and (not self.share_links or not all(
+                e.strip() for e in ([] if isinstance(self.share_links, str) else self.share_links))):
+            return "eval.share_links", "must name a link set or list link specs"
+        if self.share_against and self.share_duration_s <= least_s:
+            return "eval.share_duration_s", (f"must be more than share_stagger_s + 5 s (the "
+                                             f"ramp), {least_s:g}, got {self.share_duration_s:g}")
         if self.share_floor > 0 and not self.share_against:
-            return "eval.share_floor", ("needs competitors to hold a share beside: set "
-                                        'share_against (e.g. ["cubic", "bbr"]) or a floor of 0')
+            return "eval.share_floor", "needs competitors: set share_against, or a floor of 0"
         return None
 
     @property
@@ -424,6 +402,9 @@ class PpoSection:
             return "ppo.minibatch_size", (f"must be at most an iteration's batch, {batch} steps "
                                           "(workers x num_envs x episode steps), got "
                                           f"{self.minibatch_size}")
+        if config.model.observation_version != OBSERVATION_VERSION:
+            return "model.observation_version", (f"PPO observes version {OBSERVATION_VERSION} "
+                                                 "only; set it or train with DAgger")
         if config.optimizer.lr_decay != 1:
             return "optimizer.lr_decay", ("PPO keeps one step size; set 1, got "
                                           f"{config.optimizer.lr_decay}")
