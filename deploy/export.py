@@ -55,7 +55,7 @@ OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing 
               "ACK (ms, delay_unit_ms, delay_top_ms); 7 log2(window / (delivery rate x min "
               "RTT)) / 4 clipped to [-1, 1]; 8 EWMA loss fraction; 9.. previous action one-hot "
               "(policies/cpp/features.hh)")
-OBS_LAYOUT_V5 = ("; observation version 5: 10 Copa's drain test, the least RTT over 4 smoothed "
+OBS_LAYOUT_V6 = ("; observation version 6: 10 Copa's drain test, the least RTT over 4 smoothed "
                  "RTTs above the min RTT over that span's range, in [0, 1]; 11 and 12 "
                  "log2(send rate / delivery rate) / 2 clipped to [-1, 1], averaged per ACK "
                  "with gains 1/8 and 1/64; 13.. previous action one-hot")
@@ -80,7 +80,7 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
         "rate_unit_mbps": repr(float(_core.RATE_UNIT_MBPS)),
         "rate_top_mbps": repr(float(_core.RATE_TOP_MBPS)),
         "window_unit": repr(float(_core.WINDOW_UNIT)),
-        "obs_layout": OBS_LAYOUT + (OBS_LAYOUT_V5 if policy.observation_version
+        "obs_layout": OBS_LAYOUT + (OBS_LAYOUT_V6 if policy.observation_version
                                     == _core.COMPETITION_OBSERVATION_VERSION else ""),
         "head": policy.head_kind,
         "action": "argmax of logits; the state (h, c) starts at zeros",

@@ -218,7 +218,7 @@ class ModelSection:
                           "learned by squared error, the action then the one whose change is "
                           "closest.", HEAD)
     observation_version: int = described(OBSERVATION_VERSION, "What the policy observes "
-                                         "(policies/cpp/features.hh): 4, or 5, which adds "
+                                         "(policies/cpp/features.hh): 4, or 6, which adds "
                                          "readings that tell a competitor's standing queue from "
                                          "the flow's own. DAgger only.", OBSERVATION)
 

@@ -148,7 +148,7 @@ NB_MODULE(_core, m) {
   signed_by_version[nb::int_(kObservationVersion)] =
       std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end());
   signed_by_version[nb::int_(kCompetitionObservationVersion)] =
-      std::vector<int>(kObsSignedIndicesV5.begin(), kObsSignedIndicesV5.end());
+      std::vector<int>(kObsSignedIndicesV6.begin(), kObsSignedIndicesV6.end());
   m.attr("OBS_DIMS") = obs_dims;
   m.attr("OBS_SIGNED_INDICES_BY_VERSION") = signed_by_version;
   m.attr("COMPETITION_OBSERVATION_VERSION") = kCompetitionObservationVersion;

@@ -93,7 +93,7 @@ void Features::update_standing_queue(double rtt, double ack_ms) {
 
 int observation_dim(int version) {
   if (version == kObservationVersion) return kObsDim;
-  if (version == kCompetitionObservationVersion) return kObsDimV5;
+  if (version == kCompetitionObservationVersion) return kObsDimV6;
   return -1;
 }
 
@@ -154,7 +154,7 @@ void Features::observation_into(int version, double window, int previous_action,
     }
   }
   const int action_offset =
-      version == kCompetitionObservationVersion ? kObsActionOffsetV5 : kObsActionOffset;
+      version == kCompetitionObservationVersion ? kObsActionOffsetV6 : kObsActionOffset;
   if (previous_action >= 0 && previous_action < kNumActions) {
     obs[action_offset + previous_action] = 1.0f;
   }

@@ -28,8 +28,8 @@
 // a gap to the next window, so the train's rate over the delivery rate (feature 1) tells
 // spare capacity apart (packet pairs, as TCP Westwood and PCP probe). The log average keeps
 // one long gap between trains from hiding the trains' rate.
-// Version 5 (kCompetitionObservationVersion) reads, after feature 9, what tells a competitor's
-// standing queue from one's own (issue 60), before the one-hot (from kObsActionOffsetV5):
+// Version 6 (kCompetitionObservationVersion) reads, after feature 9, what tells a competitor's
+// standing queue from one's own (issue 60), before the one-hot (from kObsActionOffsetV6):
 //  10 Copa's drain test: the least RTT over the last kDrainRtts smoothed RTTs above the min
 //     RTT, over the largest RTT in that span above the min RTT (at least kDelayUnitMs),
 //     in [0, 1]: 0 when the queue emptied within them (a queue a delay-based flow builds and
@@ -40,7 +40,9 @@
 //     than it is served (a queue grows, or a competitor takes the rest)
 //  12 the same averaged with kSlowEwmaGain: 11 - 12 is how the delivery rate answered the
 //     flow's own recent rate changes, the reading of Nimbus's elasticity test
-// Versions 4 and 5 share features 0-9, computed once; a policy says which it was trained on.
+// Versions 4 and 6 share features 0-9, computed once; a policy says which it was trained on.
+// (5 named the drain test alone, tried on 2026-11-27 and not kept, docs/experiments.md: a
+// policy file of that version is refused, not read as this one.)
 // Why logarithms: a link with k times the rate or the RTT then shows the same shapes moved
 // by ln k, not stretched k-fold, so a policy carries beyond the rates and delays it trained
 // on; and ln(window) - ln(delivery rate) = ln(RTT) + const, a linear read of the RTT that a
@@ -76,12 +78,12 @@ inline constexpr double kPipeRatioLog2Top = 4;
 inline constexpr int kObsScaled = 10;
 inline constexpr int kObsActionOffset = kObsScaled;
 inline constexpr int kObsDim = kObsScaled + kNumActions;
-// Version 5: three readings more (features 10-12), then the one-hot.
-inline constexpr int kCompetitionObservationVersion = 5;
-inline constexpr int kObsScaledV5 = kObsScaled + 3;
-inline constexpr int kObsActionOffsetV5 = kObsScaledV5;
-inline constexpr int kObsDimV5 = kObsScaledV5 + kNumActions;
-inline constexpr int kMaxObsDim = kObsDimV5;
+// Version 6: three readings more (features 10-12), then the one-hot.
+inline constexpr int kCompetitionObservationVersion = 6;
+inline constexpr int kObsScaledV6 = kObsScaled + 3;
+inline constexpr int kObsActionOffsetV6 = kObsScaledV6;
+inline constexpr int kObsDimV6 = kObsScaledV6 + kNumActions;
+inline constexpr int kMaxObsDim = kObsDimV6;
 // The versions this build computes, oldest first.
 inline constexpr std::array<int, 2> kObservationVersions = {kObservationVersion,
                                                             kCompetitionObservationVersion};
@@ -97,7 +99,7 @@ inline constexpr int kObsPipeRatioIndex = 7;
 // observation space (envs/link_env.py) reads its bounds from here: a feature added to it
 // is bounded there too.
 inline constexpr std::array<int, 1> kObsSignedIndices = {kObsPipeRatioIndex};
-inline constexpr std::array<int, 3> kObsSignedIndicesV5 = {kObsPipeRatioIndex, 11, 12};
+inline constexpr std::array<int, 3> kObsSignedIndicesV6 = {kObsPipeRatioIndex, 11, 12};
 
 // The observation's length in a version; -1 for one this build does not compute.
 int observation_dim(int version);
@@ -116,7 +118,7 @@ struct FeatureValues {
   double last_ack_ms = 0;  // sender clock of the newest ACK; 0 until the first
   double loss_ewma = 0;    // fraction of datagrams found lost, averaged per ACK
   double ack_rate_mbps = 0;  // the ACK trains' rate (feature 9); 0 until the second ACK
-  double standing_queue = 0;  // Copa's drain test (feature 10 of version 5), 0..1
+  double standing_queue = 0;  // Copa's drain test (feature 10 of version 6), 0..1
   double rate_ratio_log2 = 0;       // log2(send rate / delivery rate), averaged (feature 11)
   double rate_ratio_log2_slow = 0;  // the same, averaged slowly (feature 12)
 };

@@ -205,9 +205,9 @@ TEST(Features, CopasDrainTellsAQueueThatStandsFromOneThatEmpties) {
   EXPECT_LT(draining.values().standing_queue, 0.05);
   // No queue at all: nothing stands.
   EXPECT_EQ(with_rtts(100, [](uint64_t) { return 40.0; }).values().standing_queue, 0.0);
-  std::array<float, kObsDimV5> v5{};
-  standing.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 400, v5.data());
-  EXPECT_FLOAT_EQ(v5[10], static_cast<float>(standing.values().standing_queue));
+  std::array<float, kObsDimV6> v6{};
+  standing.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 400, v6.data());
+  EXPECT_FLOAT_EQ(v6[10], static_cast<float>(standing.values().standing_queue));
 }
 
 // A flow that sends a datagram every send_gap_ms through a 10 ms path served at one datagram
@@ -254,28 +254,28 @@ TEST(Features, RateRatioReadsWhetherWhatIsSentGetsThrough) {
   EXPECT_NEAR(twice.values().rate_ratio_log2, 1, 0.25);
   EXPECT_GT(twice.values().rate_ratio_log2_slow, 0.5);
   EXPECT_NEAR(matched.values().rate_ratio_log2_slow, 0, 0.1);
-  std::array<float, kObsDimV5> obs{};
+  std::array<float, kObsDimV6> obs{};
   twice.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 300, obs.data());
   EXPECT_FLOAT_EQ(obs[11], static_cast<float>(twice.values().rate_ratio_log2 / kRateRatioLog2Top));
   EXPECT_GT(obs[12], 0);
 }
 
-TEST(Features, VersionFiveKeepsVersionFoursReadingsAndAddsItsOwn) {
+TEST(Features, VersionSixKeepsVersionFoursReadingsAndAddsItsOwn) {
   EXPECT_EQ(observation_dim(kObservationVersion), kObsDim);
   EXPECT_EQ(observation_dim(kCompetitionObservationVersion), kObsDim + 3);
   EXPECT_EQ(observation_dim(3), -1);
   const Features features = served_at_one_per_ms(0.5);
   const auto v4 = features.observation(30, 2, 300);
-  std::array<float, kObsDimV5> v5{};
-  features.observation_into(kCompetitionObservationVersion, 30, 2, 300, v5.data());
-  for (int i = 0; i < kObsScaled; ++i) EXPECT_EQ(v4[i], v5[i]) << i;
+  std::array<float, kObsDimV6> v6{};
+  features.observation_into(kCompetitionObservationVersion, 30, 2, 300, v6.data());
+  for (int i = 0; i < kObsScaled; ++i) EXPECT_EQ(v4[i], v6[i]) << i;
   for (int a = 0; a < kNumActions; ++a) {
-    EXPECT_EQ(v4[kObsActionOffset + a], v5[kObsActionOffsetV5 + a]) << a;
+    EXPECT_EQ(v4[kObsActionOffset + a], v6[kObsActionOffsetV6 + a]) << a;
   }
   std::array<float, kObsDim> again{};
   features.observation_into(kObservationVersion, 30, 2, 300, again.data());
   EXPECT_EQ(again, v4);
-  EXPECT_THROW(features.observation_into(6, 30, 2, 300, v5.data()), std::invalid_argument);
+  EXPECT_THROW(features.observation_into(5, 30, 2, 300, v6.data()), std::invalid_argument);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ def test_training_logs_the_shares_and_keeps_the_policy_the_floor_prefers(tmp_pat
     assert logged == pytest.approx(lowest)
 
 
-def test_dagger_trains_a_version_5_policy_beside_bbr(tmp_path: Path) -> None:
+def test_dagger_trains_a_version_6_policy_beside_bbr(tmp_path: Path) -> None:
     from ccgym.emulators import _core
 
     # What configs/train/mixed-bbr.toml asks, on tiny links: bbr in the episodes, observation
