@@ -8,16 +8,18 @@ while both send, from the policy's start plus the ramp (measure.metrics.overlap_
 figure bench_coexist.py reports. Every (competitor, link, seed) run steps in lockstep, so the
 policy's inference is one batch.
 
-[eval] share_floor states how the best policy is chosen from them (selection_key): iterations
-compare first by their lowest share (over competitors) capped at the floor, then by score. With
-the floor at 0 (the default) that is the score alone; with a floor of 0.35, a policy that holds
-0.35 beside every competitor beats any that does not, and among those the score decides.
+[eval] share_floor states how the best policy is chosen from them (held_share, and
+train/early_stopping.py): iterations compare first by their lowest share (over competitors)
+capped at the floor, then by score. With the floor at 0 (the default) that is the score alone;
+with a floor of 0.35, a policy that holds 0.35 beside every competitor beats any that does
+not, and among those the score decides.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
 import numpy as np
 
 from ccgym.emulators import _core
