@@ -10,6 +10,7 @@ import pytest
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
+from ccgym.train.validation import check_config
 from ccgym.train.config import (SECTIONS, TrainConfig, describe_config, load_config,
                                 load_packaged_config, parse_assignment, parse_config,
                                 resolve_link_entries, resolve_train_links,
@@ -41,6 +42,7 @@ def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Pat
     monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "absent"))  # no shared data
     config = load_packaged_config(name)
     assert resolve_train_links(config)[0]  # raises on a missing trace
+    check_config(config)  # what `ccgym train NAME` checks before it starts: the fallbacks too
 
 
 def test_cellular_config_varies_delays_buffers_and_ack_paths(tmp_path: Path, monkeypatch) -> None:
