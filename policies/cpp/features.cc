@@ -66,14 +66,19 @@ void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_m
 
   values_.delivery_rate_mbps = ewma(values_.delivery_rate_mbps, delivery_rate, first);
   values_.send_rate_mbps = ewma(values_.send_rate_mbps, send_rate, first);
-  // Both rates count this datagram's bytes, so both are above 0.
-  const double ratio = std::log2(send_rate / delivery_rate);
+  if (keep_competition_) update_competition_readings(rtt, ack_ms, send_rate / delivery_rate);
+  have_sample_ = true;
+}
+
+void Features::update_competition_readings(double rtt, double ack_ms, double rate_ratio) {
+  // The first sample since the readings are kept starts both averages.
+  const bool first = least_rtts_.empty();
+  const double ratio = std::log2(rate_ratio);  // both rates count this datagram: above 0
   values_.rate_ratio_log2 = ewma(values_.rate_ratio_log2, ratio, first);
   values_.rate_ratio_log2_slow =
       first ? ratio
             : (1 - kSlowEwmaGain) * values_.rate_ratio_log2_slow + kSlowEwmaGain * ratio;
   update_standing_queue(rtt, ack_ms);
-  have_sample_ = true;
 }
 
 void Features::update_standing_queue(double rtt, double ack_ms) {
@@ -127,6 +132,7 @@ void Features::observation_into(int version, double window, int previous_action,
                                 " is not computed by this build");
   }
   std::fill(obs, obs + dim, 0.0F);
+  if (version == kCompetitionObservationVersion) keep_competition_readings();
   obs[0] = static_cast<float>(log_scaled(values_.delay_ewma_ms, kDelayUnitMs, kDelayTopMs));
   obs[1] = static_cast<float>(
       log_scaled(values_.delivery_rate_mbps, kRateUnitMbps, kRateTopMbps));

@@ -140,13 +140,20 @@ class Features {
   // The scaled observation at now_ms (sender clock) for a window and the previous action.
   std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
   // The observation of a version (kObservationVersions) into out, observation_dim(version)
-  // floats; std::invalid_argument for another version.
+  // floats; std::invalid_argument for another version. Asking for version 6 keeps its
+  // readings from then on (keep_competition_readings).
   void observation_into(int version, double window, int previous_action, double now_ms,
                         float* out) const;
+  // Version 6's readings cost work on every ACK, so a flow keeps them only once asked: a
+  // policy asks from its flow's start, before the first ACK, and classic flows and
+  // version-4 policies, which never read them, pay nothing.
+  void keep_competition_readings() const { keep_competition_ = true; }
 
  private:
   // Datagrams the EWMA delivery rate delivers in `ms`; -1 before the first ACK.
   double delivered_packets_over(double ms) const;
+  // Version 6's readings from one ACK: its RTT, time and send-over-delivery rate ratio.
+  void update_competition_readings(double rtt, double ack_ms, double rate_ratio);
   // Copa's drain test: the least and largest RTT over the last kDrainRtts smoothed RTTs.
   void update_standing_queue(double rtt, double ack_ms);
   // An RTT sample; the rings below keep the candidates for the span's least and largest.
@@ -156,6 +163,8 @@ class Features {
   };
   Ring<RttSample> least_rtts_;
   Ring<RttSample> largest_rtts_;
+  // Whether on_ack updates version 6's readings: set by what reads them, hence mutable.
+  mutable bool keep_competition_ = false;
   // What the sender had done when a datagram left, to measure rates over its flight.
   struct SentRecord {
     uint64_t seq;

@@ -183,6 +183,7 @@ TEST(Features, FlightIsThePipeWithoutQueueAndHoldsWhatTheAckPathHoldsBack) {
 template <typename RttMs>
 Features with_rtts(uint64_t count, RttMs rtt_ms) {
   Features features;
+  features.keep_competition_readings();
   for (uint64_t n = 0; n < count; ++n) {
     const double send_ms = static_cast<double>(n);
     features.on_sent(n, kBytes, send_ms);
@@ -231,6 +232,7 @@ Features served_at_one_per_ms(double send_gap_ms) {
     return x.at_ms < y.at_ms || (x.at_ms == y.at_ms && !x.is_send && y.is_send);
   });
   Features features;
+  features.keep_competition_readings();
   // Up to the last send: the ACKs after it see the flow stop, not its rate.
   const double last_send_ms = 299 * send_gap_ms;
   for (const Event& e : events) {
@@ -258,6 +260,26 @@ TEST(Features, RateRatioReadsWhetherWhatIsSentGetsThrough) {
   twice.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 300, obs.data());
   EXPECT_FLOAT_EQ(obs[11], static_cast<float>(twice.values().rate_ratio_log2 / kRateRatioLog2Top));
   EXPECT_GT(obs[12], 0);
+}
+
+TEST(Features, OnlyAFlowAskedForVersionSixPaysForItsReadings) {
+  // A flow nobody asks for version 6 (a classic one, a version-4 policy's) keeps none.
+  Features unasked;
+  Features asked;
+  std::array<float, kObsDimV6> obs{};
+  asked.observation_into(kCompetitionObservationVersion, 10, kHoldAction, 0, obs.data());
+  for (uint64_t n = 0; n < 300; ++n) {
+    const double send_ms = static_cast<double>(n);
+    for (Features* f : {&unasked, &asked}) {
+      f->on_sent(n, kBytes, send_ms);
+      f->on_ack(n, kBytes, send_ms, send_ms + (n == 0 ? 40.0 : 60.0));
+    }
+  }
+  EXPECT_EQ(unasked.values().standing_queue, 0.0);
+  EXPECT_EQ(unasked.values().rate_ratio_log2, 0.0);
+  EXPECT_GT(asked.values().standing_queue, 0.9);
+  // Version 4's readings are the same either way.
+  EXPECT_EQ(unasked.observation(10, kHoldAction, 400), asked.observation(10, kHoldAction, 400));
 }
 
 TEST(Features, VersionSixKeepsVersionFoursReadingsAndAddsItsOwn) {
