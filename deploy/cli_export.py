@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         export_policy(policy, model)
         size = model.stat().st_size
         if not args.no_check:
-            observations = recorded_observations(CHECK_LINK, CHECK_STEPS)
+            observations = recorded_observations(CHECK_LINK, CHECK_STEPS,
+                                                 version=policy.observation_version)
             worst = max_difference(policy, model, observations)
             print(f"onnxruntime vs PyTorch over {CHECK_STEPS} steps: max |difference| "
                   f"{worst:.2e}")

@@ -55,6 +55,10 @@ OBS_LAYOUT = ("each x as ln(1 + x / unit) / ln(1 + top / unit): 0 EWMA queueing 
               "ACK (ms, delay_unit_ms, delay_top_ms); 7 log2(window / (delivery rate x min "
               "RTT)) / 4 clipped to [-1, 1]; 8 EWMA loss fraction; 9.. previous action one-hot "
               "(policies/cpp/features.hh)")
+OBS_LAYOUT_V6 = ("; observation version 6: 10 Copa's drain test, the least RTT over 4 smoothed "
+                 "RTTs above the min RTT over that span's range, in [0, 1]; 11 and 12 "
+                 "log2(send rate / delivery rate) / 2 clipped to [-1, 1], averaged per ACK "
+                 "with gains 1/8 and 1/64; 13.. previous action one-hot")
 
 
 def metadata(policy: LstmPolicy) -> dict[str, str]:
@@ -70,13 +74,14 @@ def metadata(policy: LstmPolicy) -> dict[str, str]:
         "actions": json.dumps([[op, float(value)] for op, value in _core.ACTIONS]),
         "min_window": repr(float(_core.MIN_WINDOW)),
         "max_window": repr(float(_core.MAX_WINDOW)),
-        "observation_version": str(_core.OBSERVATION_VERSION),
+        "observation_version": str(policy.observation_version),
         "delay_unit_ms": repr(float(_core.DELAY_UNIT_MS)),
         "delay_top_ms": repr(float(_core.DELAY_TOP_MS)),
         "rate_unit_mbps": repr(float(_core.RATE_UNIT_MBPS)),
         "rate_top_mbps": repr(float(_core.RATE_TOP_MBPS)),
         "window_unit": repr(float(_core.WINDOW_UNIT)),
-        "obs_layout": OBS_LAYOUT,
+        "obs_layout": OBS_LAYOUT + (OBS_LAYOUT_V6 if policy.observation_version
+                                    == _core.COMPETITION_OBSERVATION_VERSION else ""),
         "head": policy.head_kind,
         "action": "argmax of logits; the state (h, c) starts at zeros",
     }
@@ -230,8 +235,9 @@ def max_difference(policy: LstmPolicy, path: str | os.PathLike,
 
 
 def recorded_observations(link: str, steps: int, seed: int = 1,
-                          exploration: float = EXPLORATION) -> np.ndarray:
-    """Observations (steps, OBS_DIM) of a simulated flow steered by the oracle's expert,
+                          exploration: float = EXPLORATION,
+                          version: int = _core.OBSERVATION_VERSION) -> np.ndarray:
+    """Observations (steps, OBS_DIMS[version]) of a simulated flow steered by the oracle's expert,
     taking a random action with probability `exploration`: inputs as the C++ features make
     them, in the range a deployed policy meets, and varied (a random-weight policy's own run
     may hold one window and exercise little of the graph)."""
@@ -241,7 +247,7 @@ def recorded_observations(link: str, steps: int, seed: int = 1,
     previous = _core.HOLD_ACTION
     out = []
     for k in range(steps):
-        out.append(sim.observation(previous, 0))
+        out.append(sim.observation(previous, 0, version))
         if rng.random() < exploration:
             previous = int(rng.integers(_core.NUM_ACTIONS))
         else:

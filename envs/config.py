@@ -80,6 +80,11 @@ class EnvConfig:
     # initial_window: windows far below or above the pipe, as after a cold start, an outage
     # or a drop in rate, which episodes starting at initial_window seldom reach.
     random_start: float = field(default=0.0, metadata=PROBABILITY)
+    observation_version: int = described(
+        _core.OBSERVATION_VERSION, "What the learned flows observe (policies/cpp/features.hh, "
+        "OBS_DIMS' keys): 4, or 6 with the readings that tell a competitor's standing queue from "
+        "the flow's own ([model] observation_version).",
+        rule(lambda v: v in _core.OBS_DIMS, f"must be one of {', '.join(map(str, _core.OBS_DIMS))}"))
     competitors: list[str] = described(
         [NONE], 'What shares the link with the learned flow in an episode: one entry drawn '
         'uniformly per episode (envs/competitors.py). "none": the flow alone; a classic '

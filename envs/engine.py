@@ -221,6 +221,7 @@ class Engine:
         self.num_sims = num_sims
         self.episode_steps = config.episode_steps
         self.vec = _core.VecSimulator(num_sims, threads)
+        self.vec.set_observation_version(config.observation_version)
         self.scenarios: list[Scenario | None] = [None] * num_sims
         self.profiles: list[LinkProfile | None] = [None] * num_sims
         # Steps are counted on one clock (every step steps every simulation): a simulation's
@@ -313,7 +314,7 @@ class Engine:
                 self._any_held = False
         actions = np.ascontiguousarray(actions, dtype=np.int32)
         rows = len(actions)
-        obs = np.empty((rows, _core.OBS_DIM), dtype=np.float32)
+        obs = np.empty((rows, self.vec.obs_dim), dtype=np.float32)
         columns = np.empty((_core.STAT_COLUMNS, rows))
         if self.alone:
             # The expert labels the observations after the step: the ideal windows then.

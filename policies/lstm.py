@@ -83,18 +83,26 @@ class LstmPolicy(nn.Module):
     """LSTM(obs_dim -> hidden_size) then Linear(hidden_size -> num_actions), or
     Linear(hidden_size -> 1) for the log_change head (see the module's docstring)."""
 
-    def __init__(self, hidden_size: int = DEFAULT_HIDDEN_SIZE, obs_dim: int = _core.OBS_DIM,
-                 num_actions: int = _core.NUM_ACTIONS, head: str = "classes") -> None:
+    def __init__(self, hidden_size: int = DEFAULT_HIDDEN_SIZE, obs_dim: int | None = None,
+                 num_actions: int = _core.NUM_ACTIONS, head: str = "classes",
+                 observation_version: int = _core.OBSERVATION_VERSION) -> None:
         super().__init__()
+        if observation_version not in _core.OBS_DIMS:
+            raise ValueError(f"observation version {observation_version} is not one this ccgym "
+                             f"computes ({', '.join(map(str, _core.OBS_DIMS))})")
+        obs_dim = _core.OBS_DIMS[observation_version] if obs_dim is None else obs_dim
         if hidden_size < 1 or obs_dim < 1 or num_actions < 2:
             raise ValueError(f"bad sizes: hidden_size={hidden_size}, obs_dim={obs_dim}, "
                              f"num_actions={num_actions}")
         if head not in HEADS:
             raise ValueError(f"unknown head {head!r} (one of {', '.join(HEADS)})")
-        if head == "log_change" and (obs_dim, num_actions) != (_core.OBS_DIM,
+        if head == "log_change" and (obs_dim, num_actions) != (_core.OBS_DIMS[observation_version],
                                                                _core.NUM_ACTIONS):
             raise ValueError("the log_change head needs ccgym's observation and actions")
         self.hidden_size = hidden_size
+        # Which observation the policy reads (policies/cpp/features.hh): what a scheme running
+        # it asks the features for, and what its file and its ONNX export record.
+        self.observation_version = observation_version
         self.obs_dim = obs_dim
         self.num_actions = num_actions
         self.head_kind = head
@@ -155,7 +163,7 @@ class LstmPolicy(nn.Module):
         return {"format": FILE_FORMAT, "version": FILE_VERSION,
                 "hidden_size": self.hidden_size, "obs_dim": self.obs_dim,
                 "num_actions": self.num_actions, "head": self.head_kind,
-                "observation_version": _core.OBSERVATION_VERSION,
+                "observation_version": self.observation_version,
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()}}
 
     @classmethod
@@ -167,20 +175,24 @@ class LstmPolicy(nn.Module):
                              f"supported (expected {FILE_VERSION})")
         # Files from before the version was recorded used observation version 1.
         observation = data.get("observation_version", 1)
-        if observation != _core.OBSERVATION_VERSION:
+        if observation not in _core.OBS_DIMS:
             raise ValueError(f"{where}: trained on observation version {observation}, but "
-                             f"this ccgym computes version {_core.OBSERVATION_VERSION} "
+                             f"this ccgym computes versions "
+                             f"{', '.join(map(str, _core.OBS_DIMS))} "
                              "(see policies/cpp/features.hh); train the policy again")
         sizes = (data.get("obs_dim"), data.get("num_actions"))
-        if sizes != (_core.OBS_DIM, _core.NUM_ACTIONS):
+        expected = (_core.OBS_DIMS[observation], _core.NUM_ACTIONS)
+        if sizes != expected:
             raise ValueError(f"{where}: made for {sizes[0]} inputs and {sizes[1]} actions, but "
-                             f"this ccgym has {_core.OBS_DIM} and {_core.NUM_ACTIONS} (actions "
-                             f"{' '.join(_core.ACTION_NAMES)}); train the policy again")
+                             f"this ccgym has {expected[0]} (observation version {observation}) "
+                             f"and {expected[1]} (actions {' '.join(_core.ACTION_NAMES)}); "
+                             "train the policy again")
         try:
             # Files from before the choice of heads have a logit per action.
             policy = cls(hidden_size=int(data["hidden_size"]), obs_dim=int(data["obs_dim"]),
                          num_actions=int(data["num_actions"]),
-                         head=str(data.get("head", "classes")))
+                         head=str(data.get("head", "classes")),
+                         observation_version=int(observation))
             policy.load_state_dict(data["state_dict"])
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             # A file of the right format whose sizes or weights do not fit together.
@@ -215,11 +227,16 @@ def ensemble(members: list[LstmPolicy]) -> LstmPolicy:
     if len(heads) > 1:
         raise ValueError(f"the policies have different heads ({', '.join(sorted(heads))}); "
                          "only policies with the same head can be averaged")
+    versions = {m.observation_version for m in members}
+    if len(versions) > 1:
+        raise ValueError(f"the policies read different observation versions "
+                         f"({', '.join(map(str, sorted(versions)))}); only policies of one "
+                         "version can be averaged")
     sizes = [m.hidden_size for m in members]
     total, k = sum(sizes), len(members)
     first = members[0]
     out = LstmPolicy(hidden_size=total, obs_dim=first.obs_dim, num_actions=first.num_actions,
-                     head=first.head_kind)
+                     head=first.head_kind, observation_version=first.observation_version)
 
     def gates(t: Any, h: int) -> torch.Tensor:  # (4h, ...) -> (4, h, ...): i, f, g, o
         return t.detach().reshape(4, h, *t.shape[1:])

@@ -61,7 +61,8 @@ class LstmScheme:
     def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):
             raise RuntimeError("LstmScheme.decide before reset, or with other slots")
-        obs = np.stack([slot.sim.observation(int(prev), slot.flow)
+        version = self.policy.observation_version
+        obs = np.stack([slot.sim.observation(int(prev), slot.flow, version)
                         for slot, prev in zip(slots, self._previous)])
         # Each policy gets back the state it made (typed per policy, so mypy cannot pair them).
         actions, self._state = self.policy.act(obs, self._state, self._starting)  # type: ignore[arg-type]

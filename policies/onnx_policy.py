@@ -43,7 +43,14 @@ class OnnxPolicy:
             raise ValueError(f"{where}: exported in format version "
                              f"{meta.get('ccgym.format_version')}, this ccgym runs "
                              f"{FORMAT_VERSION}; export the policy again")
-        expected = {"observation_version": _core.OBSERVATION_VERSION, "obs_dim": _core.OBS_DIM,
+        version = meta.get("observation_version", "")
+        known = {str(v): v for v in _core.OBS_DIMS}
+        if version not in known:
+            raise ValueError(f"{where}: observation_version is {version or None}, this ccgym "
+                             f"computes {', '.join(known)} (see policies/cpp/features.hh); "
+                             "train and export the policy again")
+        self.observation_version = known[version]
+        expected = {"obs_dim": _core.OBS_DIMS[self.observation_version],
                     "num_actions": _core.NUM_ACTIONS}
         for key, value in expected.items():
             if meta.get(key) != str(value):
@@ -54,7 +61,7 @@ class OnnxPolicy:
             self.hidden_size = int(meta["hidden_size"])
         except (KeyError, ValueError):
             raise ValueError(f"{where}: no hidden_size in its metadata") from None
-        self.obs_dim = _core.OBS_DIM
+        self.obs_dim = _core.OBS_DIMS[self.observation_version]
         self.num_actions = _core.NUM_ACTIONS
 
     def eval(self) -> OnnxPolicy:

@@ -160,8 +160,11 @@ def run(args: argparse.Namespace) -> int:
     if best is not None:
         agreement = (f", held-out expert agreement {best['agreement']:.3f}"
                      if "agreement" in best else "")
+        shares = "".join(f", {tag.removeprefix('shares/').replace('_', ' ')} {value:.2f}"
+                         for tag, value in best.items()
+                         if tag.startswith("shares/beside_"))
         print(f"best policy: {folder.policy} (iteration {best_iteration}, "
-              f"validation score {best['score']:.3f}{agreement})")
+              f"validation score {best['score']:.3f}{agreement}{shares})")
     if config.eval.leaderboard and not args.no_leaderboard:
         text = leaderboard(config, folder, progress)
         print(text, end="")

@@ -236,6 +236,8 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
         train_fallback=_absolute_entries(links.train_fallback, base),
         validation=_absolute_entries(links.validation, base),
         validation_fallback=_absolute_entries(links.validation_fallback, base))
+    config.eval = dataclasses.replace(config.eval,
+                                      share_links=_absolute_entries(config.eval.share_links, base))
     # A space file, as a link set file, is found beside the config; a name is a packaged space.
     config.curriculum.space = rebase_entry(config.curriculum.space, base)
     if config.ppo.init_from:
@@ -244,16 +246,16 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
     return config
 
 
-def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:
-    """The Link objects (ccgym.emulators.links.Link) a [links] entry names. Links given as
+def resolve_link_entries(entries: LinkEntries, what: str, section: str = "links") -> list[Any]:
+    """The Link objects (ccgym.emulators.links.Link) a [section] entry names. Links given as
     spec strings form a group named after the entry (e.g. "validation"); a link set's links
     keep the set's group."""
     try:
         links = resolve_entries(entries, group=what)
     except UserError as e:
-        raise UserError(f"[links] {what}: {e}") from None
+        raise UserError(f"[{section}] {what}: {e}") from None
     if not links:
-        raise UserError(f"[links] {what}: no links")
+        raise UserError(f"[{section}] {what}: no links")
     return links
 
 
@@ -273,6 +275,13 @@ def _with_fallback(entries: LinkEntries, fallback: LinkEntries,
 def resolve_validation_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     """The validation links, and a note when the fallback replaced them (data absent)."""
     return _with_fallback(config.links.validation, config.links.validation_fallback, "validation")
+
+
+def resolve_share_links(config: TrainConfig) -> list[Any]:
+    """The links of the share validation; none when [eval] share_against is empty."""
+    if not config.eval.share_against:
+        return []
+    return resolve_link_entries(config.eval.share_links, "share_links", "eval")
 
 
 def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
@@ -300,6 +309,7 @@ def env_config(config: TrainConfig, links: Sequence[Link]) -> EnvConfig:
     env = EnvConfig(episode_ms=config.run.episode_ms, throughput_weight=scale,
                     delay_weight=scale, oracle_duration_ms=d.oracle_duration_s * MS_PER_S or None,
                     oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
+                    observation_version=config.model.observation_version,
                     **{name: getattr(config.links, name) for name in COMPETITION_FIELDS})
     return env.resolved(links)
 

@@ -21,8 +21,7 @@ On shared links ([links] competitors other than ["none"]) every learned flow of 
 (flow_0 and one per "self") is driven by the same expert-policy mixture, each with its own
 coins, labelled by the shared expert (oracle/shared.py: the classic competitors' mean packets
 in flight, or the ideal window split among the learned flows), and aggregated as an episode of
-its own, from its flow's start to its stop. Alone on the link the rollouts are those of
-ccgym/Link-v0. Validation stays the policy alone on the validation links.
+its own, from its flow's start to its stop. Alone, the rollouts are ccgym/Link-v0's.
 """
 
 from __future__ import annotations
@@ -325,7 +324,9 @@ class Dagger(Trainer):
     def __init__(self, config: TrainConfig) -> None:
         super().__init__(config)
         torch.manual_seed(config.run.seed)
-        self._policy = LstmPolicy(hidden_size=config.model.hidden_size, head=config.model.head)
+        model = config.model
+        self._policy = LstmPolicy(hidden_size=model.hidden_size, head=model.head,
+                                  observation_version=model.observation_version)
         self.optimizer = make_optimizer(self._policy, config)
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []

@@ -27,10 +27,12 @@ from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import atomic_torch_save, load_torch_file
 from ccgym.train import curriculum
-from ccgym.train.config import TrainConfig, resolve_train_links, resolve_validation_links
+from ccgym.train.config import (TrainConfig, resolve_share_links, resolve_train_links,
+                                resolve_validation_links)
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.registry import trainer_class
 from ccgym.train.run_folder import RunFolder, hyperparameter_table
+from ccgym.train.share_validation import held_share, validate_shares
 from ccgym.train.trainer import Figures, Progress, Trainer
 from ccgym.train.validation import check_config, reference_scores, summarize_rows
 
@@ -163,6 +165,7 @@ class _Run:
     folder: RunFolder
     train_links: list[Link]
     validation_links: list[Any]
+    share_links: list[Any]  # where shares beside [eval] share_against are validated
     writer: Any  # TensorBoard's SummaryWriter on the run folder
     progress: bool
     say: Callable[[str], None]
@@ -188,7 +191,7 @@ def _open_run(config: TrainConfig, folder: RunFolder, state: RunState, progress:
             say(f"{len(train_links)} training links, {len(validation_links)} validation links")
             state.reference = reference_scores(config, validation_links, say)
         yield _Run(config, folder, train_links, validation_links,
-                   writer, progress, say)
+                   resolve_share_links(config), writer, progress, say)
         writer.flush()
     finally:
         writer.close()
@@ -210,6 +213,10 @@ def _iteration(run: _Run, state: RunState) -> None:
         figures = trainer.learn(k, rollouts, progress)
         progress.stage("validation")
         scores = summarize_rows(trainer.validate(run.validation_links))
+        if run.share_links:
+            progress.stage("validation beside competitors")
+            scores.update(validate_shares(trainer.policy, run.share_links, run.config.eval,
+                                          run.config.run.seed))
         progress.advance()
     state.env_steps += rollouts.env_steps
     steps_per_second = rollouts.env_steps / rollout_s if rollout_s > 0 else 0.0
@@ -243,9 +250,13 @@ def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[s
     """Keeps the policy if it is the best so far, logs the iteration, writes the checkpoint."""
     score = scores["score"]
     state.iteration = k
-    if state.early_stopping.update(k, score, **figures.watched):
+    held = held_share(scores, run.config.eval.share_floor)
+    watched = {**figures.watched, **({"shares/held": held} if run.config.eval.share_floor else {})}
+    if state.early_stopping.update(k, score, held, **watched):
         state.trainer.policy.save(run.folder.policy)
-    state.history.append({"iteration": float(k), "score": score, **figures.history})
+    shares = {tag: value for tag, value in scores.items() if tag.startswith("shares/")
+              and tag.count("/") == 1}
+    state.history.append({"iteration": float(k), "score": score, **shares, **figures.history})
     scalars = {**figures.scalars, "charts/SPS": steps_per_second,
                "charts/env_steps": float(state.env_steps)}
     scalars.update({f"eval/{tag}": value for tag, value in scores.items()})
@@ -256,7 +267,9 @@ def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[s
     run.writer.flush()
     save_checkpoint(run.folder.checkpoint, state)
 
-    run.say(f"iteration {k}: {figures.text}  score {score:.3f}  SPS {steps_per_second:.0f}"
-            + ("  (best)" if state.early_stopping.best_iteration == k else ""))
+    beside = "".join(f"  {tag.removeprefix('shares/')} {value:.2f}"
+                     for tag, value in shares.items() if tag != "shares/lowest")
+    run.say(f"iteration {k}: {figures.text}  score {score:.3f}{beside}  "
+            f"SPS {steps_per_second:.0f}" + ("  (best)" if state.early_stopping.best_iteration == k else ""))
     if state.early_stopping.stopped and k < run.config.run.iterations:
         run.say(f"stopping early: no improvement for {run.config.run.patience} iterations")

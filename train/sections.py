@@ -16,10 +16,11 @@ from typing import Any, get_type_hints
 
 from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, described,
                                  is_count, is_number, rule, same_field)
-from ccgym.emulators._core import STEP_MS
+from ccgym.emulators._core import OBS_DIMS, OBSERVATION_VERSION, STEP_MS
 from ccgym.envs.competitors import entries_problem, parse_entry
 from ccgym.envs.config import EnvConfig
 from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
+from ccgym.measure.metrics import SHARE_RAMP_MS
 from ccgym.oracle.ideal import LOOKBACKS
 from ccgym.policies import HEADS
 from ccgym.train.registry import TRAINERS, algorithm_sections
@@ -56,6 +57,7 @@ LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
                        "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
+OBSERVATION = rule(lambda v: v in OBS_DIMS, f"must be one of {', '.join(map(str, OBS_DIMS))}")
 
 
 @dataclass
@@ -184,6 +186,10 @@ class ModelSection:
                           'learned by cross-entropy, or "log_change", the log window change '
                           "learned by squared error, the action then the one whose change is "
                           "closest.", HEAD)
+    observation_version: int = described(OBSERVATION_VERSION, "What the policy observes "
+                                         "(policies/cpp/features.hh): 4, or 6, which adds "
+                                         "readings that tell a competitor's standing queue from "
+                                         "the flow's own. DAgger only.", OBSERVATION)
 
 
 @dataclass
@@ -216,6 +222,35 @@ class EvalSection:
                                         NON_NEGATIVE)
     leaderboard: bool = described(True, "Print the leaderboard of the trained policy beside "
                                   "the baselines at the end.")
+    share_against: list[str] = described([], "Competitors the policy is also validated beside "
+                                         '(e.g. ["cubic", "bbr"]; [] none), each first on '
+                                         "share_links, the policy share_stagger_s later: "
+                                         "eval/shares/ (train/share_validation.py).")
+    share_links: LinkEntries = described("shared-bottleneck", "Links of the share validation, "
+                                         "as [links] validation.")
+    share_duration_s: float = described(20.0, "Seconds of each share run; shares count from "
+                                        "the policy's start plus 5 s.", POSITIVE)
+    share_stagger_s: float = described(5.0, "When the policy joins its competitor, s.",
+                                       NON_NEGATIVE)
+    share_floor: float = described(0.0, "The best iteration (policy.pt) is the one with the "
+                                   "highest lowest share beside share_against capped at this "
+                                   "floor, then the highest score; 0: by score alone.",
+                                   PROBABILITY)
+
+    def check(self, config: TrainConfig) -> tuple[str, str] | None:
+        """The share runs measure something, and a floor has shares to judge."""
+        least_s = self.share_stagger_s + SHARE_RAMP_MS / 1000.0
+        if any(not s.strip() for s in self.share_against):
+            return "eval.share_against", "has an empty scheme name"
+        if self.share_against and (not self.share_links or not all(
+                e.strip() for e in ([] if isinstance(self.share_links, str) else self.share_links))):
+            return "eval.share_links", "must name a link set or list link specs"
+        if self.share_against and self.share_duration_s <= least_s:
+            return "eval.share_duration_s", (f"must be more than share_stagger_s + 5 s (the "
+                                             f"ramp), {least_s:g}, got {self.share_duration_s:g}")
+        if self.share_floor > 0 and not self.share_against:
+            return "eval.share_floor", "needs competitors: set share_against, or a floor of 0"
+        return None
 
     @property
     def validation_length_s(self) -> float | None:
@@ -336,6 +371,9 @@ class PpoSection:
             return "ppo.minibatch_size", (f"must be at most an iteration's batch, {batch} steps "
                                           "(workers x num_envs x episode steps), got "
                                           f"{self.minibatch_size}")
+        if config.model.observation_version != OBSERVATION_VERSION:
+            return "model.observation_version", (f"PPO observes version {OBSERVATION_VERSION} "
+                                                 "only; set it or train with DAgger")
         if config.optimizer.lr_decay != 1:
             return "optimizer.lr_decay", ("PPO keeps one step size; set 1, got "
                                           f"{config.optimizer.lr_decay}")

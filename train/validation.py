@@ -22,7 +22,9 @@ from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.lstm_scheme import LstmScheme
 from ccgym.train import curriculum
-from ccgym.train.config import TrainConfig, resolve_link_entries, resolve_validation_links
+from ccgym.train.config import (TrainConfig, resolve_share_links, resolve_train_links,
+                                resolve_validation_links)
+from ccgym.train.share_validation import check_shares
 
 
 def validate_policy(policy: LstmPolicy, links: Sequence[Any], duration_s: float | None, runs: int,
@@ -110,8 +112,10 @@ def check_config(config: TrainConfig) -> None:
             validate_simulated_schemes([scheme])
         except UserError as e:
             raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
-    resolve_link_entries(config.links.train, "train")
+    resolve_train_links(config)  # with train_fallback where the shared data is absent
     resolve_validation_links(config)
+    check_shares(config.eval)
+    resolve_share_links(config)
     curriculum.check(config.curriculum)
     if config.run.ray_address:
         from ccgym.train.pool import check_address

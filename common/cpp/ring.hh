@@ -30,6 +30,10 @@ class Ring {
     head_ = (head_ + 1) & mask();
     --count_;
   }
+  void pop_back() {
+    assert(count_ > 0);
+    --count_;
+  }
   void clear() { head_ = 0; count_ = 0; }
 
  private:

@@ -598,16 +598,27 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
   // A model exported by ccgym says which observation it was trained on; one from elsewhere
   // is taken on its shapes alone.
   for (const auto& [key, value] : shapes.metadata) {
-    if (key == "observation_version" && value != std::to_string(kObservationVersion)) {
+    if (key != "observation_version") continue;
+    const auto known = std::find_if(
+        kObservationVersions.begin(), kObservationVersions.end(),
+        [&value](int version) { return value == std::to_string(version); });
+    if (known == kObservationVersions.end()) {
+      std::vector<std::string> versions;
+      for (int version : kObservationVersions) versions.push_back(std::to_string(version));
       throw std::runtime_error(path + ": trained on observation version " + value +
-                               ", but this sender computes version " +
-                               std::to_string(kObservationVersion) + "; train the policy again");
+                               ", but this sender computes versions " + join(versions) +
+                               "; train the policy again");
     }
+    observation_version_ = *known;
   }
+  const auto obs_dim = static_cast<std::size_t>(observation_dim(observation_version_));
   const auto& obs_dims = shapes.input("obs")->dims;
-  if (!obs_dims.empty() && obs_dims.back() >= 0 && obs_dims.back() != kObsDim) {
+  if (!obs_dims.empty() && obs_dims.back() >= 0 &&
+      obs_dims.back() != static_cast<int64_t>(obs_dim)) {
     throw std::runtime_error(path + ": input obs has shape " + dims_text(obs_dims) +
-                             ", the sender's features have " + std::to_string(kObsDim));
+                             ", the sender's features of observation version " +
+                             std::to_string(observation_version_) + " have " +
+                             std::to_string(obs_dim));
   }
   const auto& logit_dims = shapes.output("logits")->dims;
   if (!logit_dims.empty() && logit_dims.back() >= 0 && logit_dims.back() != kNumActions) {
@@ -626,7 +637,7 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
   const auto hidden = static_cast<std::size_t>(hidden_size_);
   Program& net = net_->program;
   Compiler compiler(path, &net);
-  net.obs = compiler.input(*shapes.input("obs"), kObsDim);
+  net.obs = compiler.input(*shapes.input("obs"), obs_dim);
   net.h = compiler.input(*shapes.input("h"), hidden);
   net.c = compiler.input(*shapes.input("c"), hidden);
   for (const Initializer& tensor : graph.initializers) compiler.initializer(tensor);
@@ -648,7 +659,7 @@ void PolicyRunner::reset() {
 
 const PolicyRunner::Logits& PolicyRunner::step(const Observation& obs) {
   Program& net = net_->program;
-  std::copy(obs.begin(), obs.end(), net.at(net.obs));
+  std::copy_n(obs.begin(), observation_dim(observation_version_), net.at(net.obs));
   std::copy(h_.begin(), h_.end(), net.at(net.h));
   std::copy(c_.begin(), c_.end(), net.at(net.c));
   net.run();

@@ -40,18 +40,22 @@ OnnxShapes read_onnx_shapes(const std::string& path);
 
 class PolicyRunner {
  public:
-  using Observation = std::array<float, kObsDim>;
+  // The first observation_dim(observation_version()) entries are read (kMaxObsDim fits any).
+  using Observation = std::array<float, kMaxObsDim>;
   using Logits = std::array<float, kNumActions>;
 
   // Loads the model. hidden_size 0: from the file's "h" input. Throws
   // std::runtime_error naming the file on a missing or malformed model, a
-  // missing input or output, or shapes that do not match kObsDim/kNumActions.
+  // missing input or output, or shapes that do not match its observation version's length or kNumActions.
   explicit PolicyRunner(const std::string& path, int hidden_size = 0);
   ~PolicyRunner();
   PolicyRunner(const PolicyRunner&) = delete;
   PolicyRunner& operator=(const PolicyRunner&) = delete;
 
   int hidden_size() const { return hidden_size_; }
+  // The observation the model reads: its metadata's observation_version (ccgym export writes
+  // it), kObservationVersion for a model without one.
+  int observation_version() const { return observation_version_; }
   // Zeroes the recurrent state (the start of an episode).
   void reset();
   // One step: returns the logits and keeps h', c' for the next step.
@@ -66,6 +70,7 @@ class PolicyRunner {
   std::unique_ptr<Net> net_;
   std::string path_;
   int hidden_size_ = 0;
+  int observation_version_ = kObservationVersion;
   std::vector<float> h_;
   std::vector<float> c_;
   Logits logits_{};

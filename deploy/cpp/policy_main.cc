@@ -2,8 +2,9 @@
 // observations read from stdin, so the C++ runtime can be compared with
 // onnxruntime step by step without a network.
 //
-// Input: one observation per line, kObsDim numbers separated by blanks; the
-// recurrent state carries over from line to line (one episode). Output: one line
+// Input: one observation per line, as many numbers as the model's observation version has
+// (kObsDim for version 4), separated by blanks; the recurrent state carries over from line to
+// line (one episode). Output: one line
 // per observation: the action (argmax), then the kNumActions logits, then h' and
 // c' (hidden size each), blank-separated, with float precision (%.9g).
 #include <algorithm>
@@ -38,9 +39,10 @@ int run(int argc, char** argv) {
   for (int line_number = 1; std::getline(std::cin, line); ++line_number) {
     std::istringstream fields(line);
     PolicyRunner::Observation obs{};
-    for (float& value : obs) {
-      if (!(fields >> value)) {
-        std::fprintf(stderr, "ccgym-policy: stdin:%d: expected %d numbers\n", line_number, kObsDim);
+    const int dim = observation_dim(runner->observation_version());
+    for (int i = 0; i < dim; ++i) {
+      if (!(fields >> obs[static_cast<std::size_t>(i)])) {
+        std::fprintf(stderr, "ccgym-policy: stdin:%d: expected %d numbers\n", line_number, dim);
         return 1;
       }
     }

@@ -76,7 +76,9 @@ class LearnedPolicy {
   void step(const Features& features, double now_ms) {
     const auto start = std::chrono::steady_clock::now();
     const double current = window_->window_size();
-    const int action = runner_.act(features.observation(current, previous_action_, now_ms));
+    features.observation_into(runner_.observation_version(), current, previous_action_, now_ms,
+                              observation_.data());
+    const int action = runner_.act(observation_);
     take_policy_action(features, *window_, action);
     previous_action_ = action;
     times_.add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
@@ -87,6 +89,7 @@ class LearnedPolicy {
 
  private:
   PolicyRunner runner_;
+  PolicyRunner::Observation observation_{};
   ExternalWindow* window_;
   int previous_action_ = kHoldAction;  // before the first step: no change
   DecisionTimes times_;

@@ -113,6 +113,9 @@ nb::dict feature_dict(const FeatureValues& v) {
   d["min_rtt_ms"] = v.min_rtt_ms;
   d["last_rtt_ms"] = v.last_rtt_ms;
   d["ack_rate_mbps"] = v.ack_rate_mbps;
+  d["standing_queue"] = v.standing_queue;
+  d["rate_ratio_log2"] = v.rate_ratio_log2;
+  d["rate_ratio_log2_slow"] = v.rate_ratio_log2_slow;
   return d;
 }
 
@@ -138,6 +141,17 @@ NB_MODULE(_core, m) {
   // A list: nanobind's stub generator writes a one-element tuple as "(7)", an int.
   m.attr("OBS_SIGNED_INDICES") =
       nb::cast(std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end()));
+  // Each observation version this build computes -> its length, and its signed entries.
+  nb::dict obs_dims;
+  nb::dict signed_by_version;
+  for (int version : kObservationVersions) obs_dims[nb::int_(version)] = observation_dim(version);
+  signed_by_version[nb::int_(kObservationVersion)] =
+      std::vector<int>(kObsSignedIndices.begin(), kObsSignedIndices.end());
+  signed_by_version[nb::int_(kCompetitionObservationVersion)] =
+      std::vector<int>(kObsSignedIndicesV6.begin(), kObsSignedIndicesV6.end());
+  m.attr("OBS_DIMS") = obs_dims;
+  m.attr("OBS_SIGNED_INDICES_BY_VERSION") = signed_by_version;
+  m.attr("COMPETITION_OBSERVATION_VERSION") = kCompetitionObservationVersion;
   m.attr("OBS_WINDOW_INDEX") = kObsWindowIndex;
   m.attr("HOLD_ACTION") = kHoldAction;
   m.attr("EXTERNAL_SCHEME") = std::string(kExternalScheme);
@@ -269,11 +283,15 @@ NB_MODULE(_core, m) {
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
-      .def("observation", [](Simulator& s, int previous_action, std::size_t flow) {
+      .def("observation", [](Simulator& s, int previous_action, std::size_t flow, int version) {
         check_flow(s, flow);
-        auto obs = s.sender(flow).features().observation(s.sender(flow).window(), previous_action, s.now_ms());
-        return to_numpy<float>(std::vector<float>(obs.begin(), obs.end()));
-      }, "previous_action"_a, "flow"_a = 0)
+        const int dim = observation_dim(version);
+        if (dim < 0) throw std::invalid_argument("no such observation version");
+        std::vector<float> obs(static_cast<std::size_t>(dim));
+        s.sender(flow).features().observation_into(version, s.sender(flow).window(),
+                                                    previous_action, s.now_ms(), obs.data());
+        return to_numpy<float>(std::move(obs));
+      }, "previous_action"_a, "flow"_a = 0, "version"_a = kObservationVersion)
       .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         ExternalWindow* w = s.external(flow);
@@ -329,6 +347,9 @@ NB_MODULE(_core, m) {
       .def("advance", &VecSimulator::advance, "i"_a, "until_ms"_a,
            "Runs simulation i alone to until_ms (competitors that start first).")
       .def_prop_ro("num_rows", &VecSimulator::rows, "External flows of all simulations.")
+      .def_prop_ro("obs_dim", &VecSimulator::obs_dim, "Each row's observation length.")
+      .def("set_observation_version", &VecSimulator::set_observation_version, "version"_a,
+           "Which observation every row reads (OBS_DIMS' keys); OBSERVATION_VERSION until set.")
       .def_prop_ro("threads", &VecSimulator::threads, "Threads a step runs on.")
       .def("row_begin", &VecSimulator::row_begin, "i"_a,
            "Simulation i's first row; row_begin(len(self)) == num_rows.")
@@ -342,7 +363,7 @@ NB_MODULE(_core, m) {
         const std::size_t rows = v.rows();
         if (actions.shape(0) != rows) throw std::invalid_argument("one action per row");
         StepOutputs out;
-        if (obs) out.obs = checked(*obs, rows, kObsDim, "obs")->data();
+        if (obs) out.obs = checked(*obs, rows, v.obs_dim(), "obs")->data();
         if (columns) out.columns = checked(*columns, kStatColumns, rows, "columns")->data();
         if (targets) out.targets = checked(*targets, rows, "targets")->data();
         if (experts) out.experts = checked(*experts, rows, "experts")->data();
@@ -357,8 +378,8 @@ NB_MODULE(_core, m) {
          "statistic contiguous) and, for a target window per row, experts (int64: as\n"
          "closest_actions(targets) would after the step).")
       .def("observations", [](VecSimulator& v, nb::object out) {
-        return fill_rows<float>(out, v.rows(), kObsDim, [&](float* p) { v.observations(p); });
-      }, "out"_a = nb::none(), "rows x OBS_DIM float32, into out if given.",
+        return fill_rows<float>(out, v.rows(), v.obs_dim(), [&](float* p) { v.observations(p); });
+      }, "out"_a = nb::none(), "rows x obs_dim float32, into out if given.",
          // out is a plain object here (fill_rows checks it), an array in the stub.
          nb::sig("def observations(self, out: numpy.typing.NDArray[numpy.float32] | None = None)"
                  " -> numpy.typing.NDArray[numpy.float32]"))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "emulators/cpp/spec.hh"
 #include "policies/cpp/actions.hh"
@@ -90,7 +91,7 @@ void VecSimulator::rebuild_layout() {
     l.flow.insert(l.flow.end(), rows_[i].flows.begin(), rows_[i].flows.end());
     l.begin.push_back(l.flow.size());
   }
-  l.obs.assign(l.flow.size() * kObsDim, 0.0f);
+  l.obs.assign(l.flow.size() * obs_dim(), 0.0f);
   l.stats.assign(l.flow.size() * kStatColumns, 0.0);
   std::fill(stale_.begin(), stale_.end(), 1);
   const std::size_t n = sims_.size();
@@ -143,9 +144,9 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepp
   for (std::size_t r = first; r < layout_.begin[i + 1]; ++r) {
     const uint32_t f = layout_.flow[r];
     SenderModel& sender = s.sender(f);
-    const auto obs = sender.features().observation(sender.window(),
-                                                   rows_[i].previous[r - first], s.now_ms());
-    std::copy(obs.begin(), obs.end(), layout_.obs.begin() + static_cast<std::ptrdiff_t>(r * kObsDim));
+    sender.features().observation_into(observation_version_, sender.window(),
+                                       rows_[i].previous[r - first], s.now_ms(),
+                                       layout_.obs.data() + r * obs_dim());
     const StepStats& st = s.step_stats(f);
     double* row = layout_.stats.data() + r * kStatColumns;
     row[kStatDeliveredBytes] = st.delivered_bytes;
@@ -170,8 +171,9 @@ void VecSimulator::record_sim(std::size_t i, uint64_t capacity_bytes, bool stepp
 void VecSimulator::write_outputs(std::size_t first_row, std::size_t end_row) {
   const auto at = [](std::size_t index) { return static_cast<std::ptrdiff_t>(index); };
   if (out_.obs) {
-    std::copy(layout_.obs.begin() + at(first_row * kObsDim),
-              layout_.obs.begin() + at(end_row * kObsDim), out_.obs + first_row * kObsDim);
+    const std::size_t dim = obs_dim();
+    std::copy(layout_.obs.begin() + at(first_row * dim),
+              layout_.obs.begin() + at(end_row * dim), out_.obs + first_row * dim);
   }
   if (out_.columns) {  // column by column: each a run of contiguous writes
     const std::size_t rows = layout_.flow.size();
@@ -295,6 +297,15 @@ void VecSimulator::record_stale() {
     record_sim(i, 0, false);
     stale_[i] = 0;
   }
+}
+
+void VecSimulator::set_observation_version(int version) {
+  if (observation_dim(version) < 0) {
+    throw std::invalid_argument("observation version " + std::to_string(version) +
+                                " is not computed by this build");
+  }
+  observation_version_ = version;
+  dirty_ = true;  // the rows' observations are laid out again, at the new length
 }
 
 void VecSimulator::observations(float* out) {

@@ -59,7 +59,7 @@ inline constexpr double kBitsPerKbit = 1000;
 // the step. The statistics come by column, each a contiguous array (what numpy reads
 // fastest). Every pointer may be null (nothing written); experts needs targets.
 struct StepOutputs {
-  float* obs = nullptr;              // rows() x kObsDim, as observations()
+  float* obs = nullptr;              // rows() x obs_dim(), as observations()
   double* columns = nullptr;         // kStatColumns x rows(): stats() transposed
   const double* targets = nullptr;   // rows(): a window per row, read
   int64_t* experts = nullptr;        // rows(): closest_actions(targets), as it would after
@@ -159,8 +159,13 @@ class VecSimulator {
   void step(const int32_t* actions, const StepOutputs& out = {});
   // The last action applied to row r's flow (kHoldAction since its reset).
   int previous_action(std::size_t row);
-  // rows() x kObsDim observations, written to out.
+  // rows() x obs_dim() observations, written to out.
   void observations(float* out);
+  // Which observation every row reads (kObservationVersions; kObservationVersion until set):
+  // std::invalid_argument for another. Set before the first step after a reset.
+  void set_observation_version(int version);
+  int observation_version() const { return observation_version_; }
+  std::size_t obs_dim() const { return static_cast<std::size_t>(observation_dim(observation_version_)); }
   // rows() x kStatColumns statistics of the last step, written to out.
   void stats(double* out);
   // The action of each row whose result (within its growth ceiling) is closest to
@@ -181,7 +186,7 @@ class VecSimulator {
   struct Layout {
     std::vector<std::size_t> begin;  // size() + 1 row offsets
     std::vector<uint32_t> flow;      // per row
-    std::vector<float> obs;          // rows x kObsDim, written by step()
+    std::vector<float> obs;          // rows x obs_dim(), written by step()
     std::vector<double> stats;       // rows x kStatColumns, written by step()
     std::vector<std::size_t> slice;  // chunks + 1 simulation offsets (step_workers.hh)
   };
@@ -202,6 +207,7 @@ class VecSimulator {
   const int32_t* actions_ = nullptr;  // of the step under way
   StepOutputs out_;                   // of the step under way
   int requested_threads_;
+  int observation_version_ = kObservationVersion;
   int threads_ = 1;
   std::size_t chunks_per_thread_ = 1;
   std::unique_ptr<StepWorkers> workers_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace ccgym {
 
@@ -64,7 +66,40 @@ void Features::on_ack(uint64_t seq, uint32_t bytes, double send_ms, double ack_m
 
   values_.delivery_rate_mbps = ewma(values_.delivery_rate_mbps, delivery_rate, first);
   values_.send_rate_mbps = ewma(values_.send_rate_mbps, send_rate, first);
+  if (keep_competition_) update_competition_readings(rtt, ack_ms, send_rate / delivery_rate);
   have_sample_ = true;
+}
+
+void Features::update_competition_readings(double rtt, double ack_ms, double rate_ratio) {
+  // The first sample since the readings are kept starts both averages.
+  const bool first = least_rtts_.empty();
+  const double ratio = std::log2(rate_ratio);  // both rates count this datagram: above 0
+  values_.rate_ratio_log2 = ewma(values_.rate_ratio_log2, ratio, first);
+  values_.rate_ratio_log2_slow =
+      first ? ratio
+            : (1 - kSlowEwmaGain) * values_.rate_ratio_log2_slow + kSlowEwmaGain * ratio;
+  update_standing_queue(rtt, ack_ms);
+}
+
+void Features::update_standing_queue(double rtt, double ack_ms) {
+  // Monotonic queues: each ring holds, oldest first, the samples that can still become the
+  // span's least (largest) RTT, so both are at the front and each ACK costs O(1) amortized.
+  while (!least_rtts_.empty() && least_rtts_.back().rtt_ms >= rtt) least_rtts_.pop_back();
+  least_rtts_.push_back({ack_ms, rtt});
+  while (!largest_rtts_.empty() && largest_rtts_.back().rtt_ms <= rtt) largest_rtts_.pop_back();
+  largest_rtts_.push_back({ack_ms, rtt});
+  const double span_ms = kDrainRtts * (values_.min_rtt_ms + values_.delay_ewma_ms);
+  while (least_rtts_.front().ack_ms < ack_ms - span_ms) least_rtts_.pop_front();
+  while (largest_rtts_.front().ack_ms < ack_ms - span_ms) largest_rtts_.pop_front();
+  const double least = least_rtts_.front().rtt_ms - values_.min_rtt_ms;
+  const double range = largest_rtts_.front().rtt_ms - values_.min_rtt_ms;
+  values_.standing_queue = std::clamp(least / std::max(range, kDelayUnitMs), 0.0, 1.0);
+}
+
+int observation_dim(int version) {
+  if (version == kObservationVersion) return kObsDim;
+  if (version == kCompetitionObservationVersion) return kObsDimV6;
+  return -1;
 }
 
 double log_scaled(double x, double unit, double top) {
@@ -85,6 +120,19 @@ double Features::flight_packets() const {
 std::array<float, kObsDim> Features::observation(double window, int previous_action,
                                                  double now_ms) const {
   std::array<float, kObsDim> obs{};
+  observation_into(kObservationVersion, window, previous_action, now_ms, obs.data());
+  return obs;
+}
+
+void Features::observation_into(int version, double window, int previous_action, double now_ms,
+                                float* obs) const {
+  const int dim = observation_dim(version);
+  if (dim < 0) {
+    throw std::invalid_argument("observation version " + std::to_string(version) +
+                                " is not computed by this build");
+  }
+  std::fill(obs, obs + dim, 0.0F);
+  if (version == kCompetitionObservationVersion) keep_competition_readings();
   obs[0] = static_cast<float>(log_scaled(values_.delay_ewma_ms, kDelayUnitMs, kDelayTopMs));
   obs[1] = static_cast<float>(
       log_scaled(values_.delivery_rate_mbps, kRateUnitMbps, kRateTopMbps));
@@ -103,11 +151,19 @@ std::array<float, kObsDim> Features::observation(double window, int previous_act
     }
     obs[8] = static_cast<float>(values_.loss_ewma);
     obs[9] = static_cast<float>(log_scaled(values_.ack_rate_mbps, kRateUnitMbps, kRateTopMbps));
+    if (version == kCompetitionObservationVersion) {
+      obs[10] = static_cast<float>(values_.standing_queue);
+      obs[11] = static_cast<float>(
+          std::clamp(values_.rate_ratio_log2 / kRateRatioLog2Top, -1.0, 1.0));
+      obs[12] = static_cast<float>(
+          std::clamp(values_.rate_ratio_log2_slow / kRateRatioLog2Top, -1.0, 1.0));
+    }
   }
+  const int action_offset =
+      version == kCompetitionObservationVersion ? kObsActionOffsetV6 : kObsActionOffset;
   if (previous_action >= 0 && previous_action < kNumActions) {
-    obs[kObsActionOffset + previous_action] = 1.0f;
+    obs[action_offset + previous_action] = 1.0f;
   }
-  return obs;
 }
 
 }  // namespace ccgym

@@ -28,6 +28,21 @@
 // a gap to the next window, so the train's rate over the delivery rate (feature 1) tells
 // spare capacity apart (packet pairs, as TCP Westwood and PCP probe). The log average keeps
 // one long gap between trains from hiding the trains' rate.
+// Version 6 (kCompetitionObservationVersion) reads, after feature 9, what tells a competitor's
+// standing queue from one's own (issue 60), before the one-hot (from kObsActionOffsetV6):
+//  10 Copa's drain test: the least RTT over the last kDrainRtts smoothed RTTs above the min
+//     RTT, over the largest RTT in that span above the min RTT (at least kDelayUnitMs),
+//     in [0, 1]: 0 when the queue emptied within them (a queue a delay-based flow builds and
+//     drains itself), near 1 when it stood throughout (a buffer filler beside it)
+//  11 the send rate over the delivery rate, each over one datagram's flight as features 1
+//     and 2 take them, its log2 averaged per ACK with gain kEwmaGain, over kRateRatioLog2Top
+//     clipped to [-1, 1]: 0 when what is sent gets through, above 0 when the flow sends faster
+//     than it is served (a queue grows, or a competitor takes the rest)
+//  12 the same averaged with kSlowEwmaGain: 11 - 12 is how the delivery rate answered the
+//     flow's own recent rate changes, the reading of Nimbus's elasticity test
+// Versions 4 and 6 share features 0-9, computed once; a policy says which it was trained on.
+// (5 named the drain test alone, tried on 2026-11-27 and not kept, docs/experiments.md: a
+// policy file of that version is refused, not read as this one.)
 // Why logarithms: a link with k times the rate or the RTT then shows the same shapes moved
 // by ln k, not stretched k-fold, so a policy carries beyond the rates and delays it trained
 // on; and ln(window) - ln(delivery rate) = ln(RTT) + const, a linear read of the RTT that a
@@ -63,12 +78,31 @@ inline constexpr double kPipeRatioLog2Top = 4;
 inline constexpr int kObsScaled = 10;
 inline constexpr int kObsActionOffset = kObsScaled;
 inline constexpr int kObsDim = kObsScaled + kNumActions;
+// Version 6: three readings more (features 10-12), then the one-hot.
+inline constexpr int kCompetitionObservationVersion = 6;
+inline constexpr int kObsScaledV6 = kObsScaled + 3;
+inline constexpr int kObsActionOffsetV6 = kObsScaledV6;
+inline constexpr int kObsDimV6 = kObsScaledV6 + kNumActions;
+inline constexpr int kMaxObsDim = kObsDimV6;
+// The versions this build computes, oldest first.
+inline constexpr std::array<int, 2> kObservationVersions = {kObservationVersion,
+                                                            kCompetitionObservationVersion};
+// Copa's drain test looks this many smoothed RTTs back (Copa: about 4).
+inline constexpr double kDrainRtts = 4;
+// Feature 11's slow twin averages over about eight times as many ACKs.
+inline constexpr double kSlowEwmaGain = kEwmaGain / 8;
+// Sending 4 times (or a quarter of) what is delivered is as far as features 11-12 tell apart.
+inline constexpr double kRateRatioLog2Top = 2;
 // Feature 7, the window over the pipe, in [-1, 1].
 inline constexpr int kObsPipeRatioIndex = 7;
 // The observation entries that may be negative, each in [-1, 1]; the others are >= 0. The
 // observation space (envs/link_env.py) reads its bounds from here: a feature added to it
 // is bounded there too.
 inline constexpr std::array<int, 1> kObsSignedIndices = {kObsPipeRatioIndex};
+inline constexpr std::array<int, 3> kObsSignedIndicesV6 = {kObsPipeRatioIndex, 11, 12};
+
+// The observation's length in a version; -1 for one this build does not compute.
+int observation_dim(int version);
 // The current window (feature 3), which a policy that outputs a window change reads back.
 inline constexpr int kObsWindowIndex = 3;
 
@@ -84,6 +118,9 @@ struct FeatureValues {
   double last_ack_ms = 0;  // sender clock of the newest ACK; 0 until the first
   double loss_ewma = 0;    // fraction of datagrams found lost, averaged per ACK
   double ack_rate_mbps = 0;  // the ACK trains' rate (feature 9); 0 until the second ACK
+  double standing_queue = 0;  // Copa's drain test (feature 10 of version 6), 0..1
+  double rate_ratio_log2 = 0;       // log2(send rate / delivery rate), averaged (feature 11)
+  double rate_ratio_log2_slow = 0;  // the same, averaged slowly (feature 12)
 };
 
 class Features {
@@ -102,10 +139,32 @@ class Features {
   double flight_packets() const;
   // The scaled observation at now_ms (sender clock) for a window and the previous action.
   std::array<float, kObsDim> observation(double window, int previous_action, double now_ms) const;
+  // The observation of a version (kObservationVersions) into out, observation_dim(version)
+  // floats; std::invalid_argument for another version. Asking for version 6 keeps its
+  // readings from then on (keep_competition_readings).
+  void observation_into(int version, double window, int previous_action, double now_ms,
+                        float* out) const;
+  // Version 6's readings cost work on every ACK, so a flow keeps them only once asked: a
+  // policy asks from its flow's start, before the first ACK, and classic flows and
+  // version-4 policies, which never read them, pay nothing.
+  void keep_competition_readings() const { keep_competition_ = true; }
 
  private:
   // Datagrams the EWMA delivery rate delivers in `ms`; -1 before the first ACK.
   double delivered_packets_over(double ms) const;
+  // Version 6's readings from one ACK: its RTT, time and send-over-delivery rate ratio.
+  void update_competition_readings(double rtt, double ack_ms, double rate_ratio);
+  // Copa's drain test: the least and largest RTT over the last kDrainRtts smoothed RTTs.
+  void update_standing_queue(double rtt, double ack_ms);
+  // An RTT sample; the rings below keep the candidates for the span's least and largest.
+  struct RttSample {
+    double ack_ms;
+    double rtt_ms;
+  };
+  Ring<RttSample> least_rtts_;
+  Ring<RttSample> largest_rtts_;
+  // Whether on_ack updates version 6's readings: set by what reads them, hence mutable.
+  mutable bool keep_competition_ = false;
   // What the sender had done when a datagram left, to measure rates over its flight.
   struct SentRecord {
     uint64_t seq;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "policies/cpp/features.hh"
@@ -175,6 +176,128 @@ TEST(Features, FlightIsThePipeWithoutQueueAndHoldsWhatTheAckPathHoldsBack) {
   EXPECT_NEAR(held.pipe_packets(), 20, 1);
   EXPECT_NEAR(held.flight_packets(), 100, 5);
   EXPECT_DOUBLE_EQ(Features().flight_packets(), -1);
+}
+
+// Datagram n leaves at n ms and is acknowledged rtt_ms(n) later (one in flight at a time as
+// Features sees it: each ACK before the next send).
+template <typename RttMs>
+Features with_rtts(uint64_t count, RttMs rtt_ms) {
+  Features features;
+  features.keep_competition_readings();
+  for (uint64_t n = 0; n < count; ++n) {
+    const double send_ms = static_cast<double>(n);
+    features.on_sent(n, kBytes, send_ms);
+    features.on_ack(n, kBytes, send_ms, send_ms + rtt_ms(n));
+  }
+  return features;
+}
+
+TEST(Features, CopasDrainTellsAQueueThatStandsFromOneThatEmpties) {
+  // A 40 ms path; then a queue of 20-22 ms that never empties (a buffer filler beside).
+  const Features standing = with_rtts(400, [](uint64_t n) {
+    return n == 0 ? 40.0 : 60.0 + static_cast<double>(n % 3);
+  });
+  EXPECT_GT(standing.values().standing_queue, 0.85);
+  // A queue the flow builds and drains every 100 ms (0-20 ms): within 4 RTTs it emptied.
+  const Features draining = with_rtts(400, [](uint64_t n) {
+    const double phase = static_cast<double>(n % 100);
+    return 40.0 + (phase < 50 ? phase : 100 - phase) * 0.4;
+  });
+  EXPECT_LT(draining.values().standing_queue, 0.05);
+  // No queue at all: nothing stands.
+  EXPECT_EQ(with_rtts(100, [](uint64_t) { return 40.0; }).values().standing_queue, 0.0);
+  std::array<float, kObsDimV6> v6{};
+  standing.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 400, v6.data());
+  EXPECT_FLOAT_EQ(v6[10], static_cast<float>(standing.values().standing_queue));
+}
+
+// A flow that sends a datagram every send_gap_ms through a 10 ms path served at one datagram
+// per ms: ACK n comes back 10 ms after n leaves, or 1 ms after ACK n - 1 when it queued;
+// the features as they stand at its last send.
+Features served_at_one_per_ms(double send_gap_ms) {
+  struct Event {
+    double at_ms;
+    bool is_send;
+    uint64_t seq;
+  };
+  std::vector<Event> events;
+  double last_ack = 0;
+  for (uint64_t n = 0; n < 300; ++n) {
+    const double sent = static_cast<double>(n) * send_gap_ms;
+    last_ack = std::max(sent + 10, last_ack + 1);
+    events.push_back({sent, true, n});
+    events.push_back({last_ack, false, n});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& x, const Event& y) {
+    return x.at_ms < y.at_ms || (x.at_ms == y.at_ms && !x.is_send && y.is_send);
+  });
+  Features features;
+  features.keep_competition_readings();
+  // Up to the last send: the ACKs after it see the flow stop, not its rate.
+  const double last_send_ms = 299 * send_gap_ms;
+  for (const Event& e : events) {
+    if (e.at_ms > last_send_ms) break;
+    if (e.is_send) {
+      features.on_sent(e.seq, kBytes, e.at_ms);
+    } else {
+      features.on_ack(e.seq, kBytes, static_cast<double>(e.seq) * send_gap_ms, e.at_ms);
+    }
+  }
+  return features;
+}
+
+TEST(Features, RateRatioReadsWhetherWhatIsSentGetsThrough) {
+  // At the service rate what is sent is delivered: log2 of the ratio near 0.
+  const Features matched = served_at_one_per_ms(1.0);
+  EXPECT_NEAR(matched.values().rate_ratio_log2, 0, 0.1);
+  // Twice as fast as it is served: the ratio near 2, log2 near 1; the slow twin still holds
+  // the start, where ACKs came back one per ms for datagrams sent two per ms before them.
+  const Features twice = served_at_one_per_ms(0.5);
+  EXPECT_NEAR(twice.values().rate_ratio_log2, 1, 0.25);
+  EXPECT_GT(twice.values().rate_ratio_log2_slow, 0.5);
+  EXPECT_NEAR(matched.values().rate_ratio_log2_slow, 0, 0.1);
+  std::array<float, kObsDimV6> obs{};
+  twice.observation_into(kCompetitionObservationVersion, 20, kHoldAction, 300, obs.data());
+  EXPECT_FLOAT_EQ(obs[11], static_cast<float>(twice.values().rate_ratio_log2 / kRateRatioLog2Top));
+  EXPECT_GT(obs[12], 0);
+}
+
+TEST(Features, OnlyAFlowAskedForVersionSixPaysForItsReadings) {
+  // A flow nobody asks for version 6 (a classic one, a version-4 policy's) keeps none.
+  Features unasked;
+  Features asked;
+  std::array<float, kObsDimV6> obs{};
+  asked.observation_into(kCompetitionObservationVersion, 10, kHoldAction, 0, obs.data());
+  for (uint64_t n = 0; n < 300; ++n) {
+    const double send_ms = static_cast<double>(n);
+    for (Features* f : {&unasked, &asked}) {
+      f->on_sent(n, kBytes, send_ms);
+      f->on_ack(n, kBytes, send_ms, send_ms + (n == 0 ? 40.0 : 60.0));
+    }
+  }
+  EXPECT_EQ(unasked.values().standing_queue, 0.0);
+  EXPECT_EQ(unasked.values().rate_ratio_log2, 0.0);
+  EXPECT_GT(asked.values().standing_queue, 0.9);
+  // Version 4's readings are the same either way.
+  EXPECT_EQ(unasked.observation(10, kHoldAction, 400), asked.observation(10, kHoldAction, 400));
+}
+
+TEST(Features, VersionSixKeepsVersionFoursReadingsAndAddsItsOwn) {
+  EXPECT_EQ(observation_dim(kObservationVersion), kObsDim);
+  EXPECT_EQ(observation_dim(kCompetitionObservationVersion), kObsDim + 3);
+  EXPECT_EQ(observation_dim(3), -1);
+  const Features features = served_at_one_per_ms(0.5);
+  const auto v4 = features.observation(30, 2, 300);
+  std::array<float, kObsDimV6> v6{};
+  features.observation_into(kCompetitionObservationVersion, 30, 2, 300, v6.data());
+  for (int i = 0; i < kObsScaled; ++i) EXPECT_EQ(v4[i], v6[i]) << i;
+  for (int a = 0; a < kNumActions; ++a) {
+    EXPECT_EQ(v4[kObsActionOffset + a], v6[kObsActionOffsetV6 + a]) << a;
+  }
+  std::array<float, kObsDim> again{};
+  features.observation_into(kObservationVersion, 30, 2, 300, again.data());
+  EXPECT_EQ(again, v4);
+  EXPECT_THROW(features.observation_into(5, 30, 2, 300, v6.data()), std::invalid_argument);
 }
 
 }  // namespace

@@ -60,6 +60,30 @@ TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
   EXPECT_GT(obs[4], 0.0f);  // a min RTT was measured
 }
 
+TEST(VecSimulator, RowsObserveTheVersionSetAsTheirFeaturesComputeIt) {
+  VecSimulator vec(2, /*threads=*/1);
+  vec.reset(0, kLink, 1, 30);
+  vec.reset(1, kLink, 2, 30);
+  EXPECT_EQ(vec.obs_dim(), static_cast<std::size_t>(kObsDim));
+  vec.set_observation_version(kCompetitionObservationVersion);
+  EXPECT_EQ(vec.obs_dim(), static_cast<std::size_t>(kObsDimV6));
+  const std::vector<int32_t> hold(2, kHoldAction);
+  std::vector<float> stepped(2 * kObsDimV6);
+  for (int step = 0; step < 20; ++step) vec.step(hold.data(), {stepped.data()});
+  std::vector<float> obs(2 * kObsDimV6);
+  vec.observations(obs.data());
+  EXPECT_EQ(obs, stepped);
+  for (std::size_t row = 0; row < 2; ++row) {
+    Simulator& sim = vec.sim(row);
+    std::vector<float> direct(kObsDimV6);
+    sim.sender(0).features().observation_into(kCompetitionObservationVersion,
+                                              sim.sender(0).window(), kHoldAction, sim.now_ms(),
+                                              direct.data());
+    EXPECT_TRUE(std::equal(direct.begin(), direct.end(), obs.begin() + row * kObsDimV6)) << row;
+  }
+  EXPECT_THROW(vec.set_observation_version(5), std::invalid_argument);
+}
+
 FlowSpec flow(std::string_view scheme, double start_ms = 0, double stop_ms = kNever) {
   FlowSpec f;
   f.scheme = scheme;

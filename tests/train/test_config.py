@@ -11,6 +11,7 @@ import pytest
 
 from ccgym.emulators import _core
 from ccgym.errors import UserError
+from ccgym.train.validation import check_config
 from ccgym.envs.config import EnvConfig
 from ccgym.train.config import (COMPETITION_FIELDS, SECTIONS, TrainConfig, describe_config,
                                 env_config, load_config, load_packaged_config, parse_assignment,
@@ -44,6 +45,7 @@ def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Pat
     monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "absent"))  # no shared data
     config = load_packaged_config(name)
     assert resolve_train_links(config)[0]  # raises on a missing trace
+    check_config(config)  # what `ccgym train NAME` checks before it starts: the fallbacks too
 
 
 def test_cellular_config_varies_delays_buffers_and_ack_paths(tmp_path: Path, monkeypatch) -> None:
@@ -113,6 +115,16 @@ def test_bad_types(tmp_path: Path, text: str, match: str) -> None:
     ("[links]\nvary_ack = [\"stalling\"]\n", r"\[links\] vary_ack: 'stalling' is not one of own"),
     ("[links]\nvary_delay_ms = [-5]\n", r"\[links\] vary_delay_ms: -5.0 is not a delay"),
     ("[links]\nvary_queue_bdp = [\"big\"]\n", r"\[links\] vary_queue_bdp: must be a list of numbers"),
+    ("[eval]\nshare_floor = 0.3\n", r"\[eval\] share_floor: needs competitors"),
+    ("[model]\nobservation_version = 3\n", r"\[model\] observation_version: must be one of 4, 6"),
+    ("[algorithm]\nname = \"ppo\"\n[model]\nobservation_version = 6\n",
+     r"\[model\] observation_version: PPO observes version 4 only"),
+    ("[eval]\nshare_floor = 1.5\n", r"\[eval\] share_floor: must be in \[0, 1\]"),
+    ("[eval]\nshare_against = [\"bbr\"]\nshare_duration_s = 10\n",
+     r"\[eval\] share_duration_s: must be more than share_stagger_s \+ 5 s \(the ramp\), 10, got 10"),
+    ("[eval]\nshare_against = [\"bbr\"]\nshare_links = []\n",
+     r"\[eval\] share_links: must name a link set"),
+    ("[eval]\nshare_against = [\" \"]\n", r"\[eval\] share_against: has an empty scheme"),
 ])
 def test_bad_values(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(UserError, match=match):
@@ -180,7 +192,9 @@ def test_mixed_shared_is_mixed_with_a_competitor() -> None:
     shared = load_packaged_config("mixed-shared").to_dict()
     differ = {f"{s}.{k}" for s in mixed for k in mixed[s] if mixed[s][k] != shared[s][k]}
     assert differ == {"run.name", "links.competitors", "links.competitor_starts",
-                      "links.competitor_stagger_ms"}
+                      "links.competitor_stagger_ms", "eval.share_against"}
+    # It watches its shares but chooses its policy by score, as mixed does.
+    assert shared["eval"]["share_floor"] == 0.0
 
 
 def test_relative_paths_are_relative_to_the_config_file(tmp_path: Path, monkeypatch) -> None:

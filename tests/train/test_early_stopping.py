@@ -50,3 +50,22 @@ def test_round_trip() -> None:
     again = EarlyStopping.from_dict(stopping.to_dict(), 4, 0.01)
     assert again == stopping
     assert again.update(4, 2.0) and again.best_iteration == 4
+
+
+def test_a_held_share_outranks_the_score() -> None:
+    # [eval] share_floor: the lowest share capped at the floor decides first, the score second.
+    stopping = EarlyStopping(patience=5)
+    assert stopping.update(1, -1.0, held_share=0.10)
+    assert stopping.update(2, -3.0, held_share=0.35)  # holds the floor: better despite its score
+    assert not stopping.update(3, -0.5, held_share=0.20)  # a better score below the floor loses
+    assert stopping.update(4, -2.0, held_share=0.35)  # at the floor the score decides
+    assert stopping.best_iteration == 4
+    assert (stopping.best_score, stopping.best_held_share) == (-2.0, 0.35)
+    again = EarlyStopping.from_dict(stopping.to_dict(), 5, 0.0)
+    assert again == stopping
+
+
+def test_a_checkpoint_without_a_held_share_reads_as_none_held() -> None:
+    data = EarlyStopping(patience=2).to_dict()
+    del data["best_held_share"]  # written before share floors existed
+    assert EarlyStopping.from_dict(data, 2, 0.0).best_held_share == 0.0
