@@ -88,10 +88,12 @@ class SharedLinks:
     """N simulations of shared links, all their learned flows stepped in one C++ call."""
 
     def __init__(self, num_sims: int, config: EnvConfig, threads: int = 1,
-                 allow_self: bool = True, profiles: Sequence[LinkProfile] | None = None) -> None:
+                 allow_self: bool = True,
+                 profiles: Sequence[LinkProfile | SharedProfile] | None = None) -> None:
         """profiles: config.links already resolved (link_profile, with config's oracle
         settings), as a trainer's driver resolves them once for all its workers: used as
-        they are, no spec parsed again. None: config.links are resolved here."""
+        they are, no spec parsed again; SharedProfiles have no expert (expert_actions
+        refuses). None: config.links are resolved here."""
         self.config = config
         self._given = tuple(profiles) if profiles is not None else None
         self.links: list[Link] = [] if self._given else resolve_env_links(config.links)
@@ -112,6 +114,7 @@ class SharedLinks:
         self._rewards = RowRewards(np.zeros(0), np.zeros(0), config)
         self._constant_ideal = np.zeros(num_sims)
         self._varying_ideal: list[tuple[TraceIdealWindow, np.ndarray]] = []  # (window, its sims)
+        self._ideal_grouped = False  # since the last reset
 
     def reset_sim(self, i: int, rng: np.random.Generator) -> None:
         """Draws simulation i's next episode (link, competitors) and runs it to its start."""
@@ -139,12 +142,18 @@ class SharedLinks:
     def _shared_profile(self, index: int) -> SharedProfile:
         if self._given:
             given = self._given[index]
+            if isinstance(given, SharedProfile):
+                return given
             return SharedProfile(given.name, given.spec, given.rate_mbps, given.delay_ms)
         return shared_profile(self.links[index], self.config.oracle_seed)
 
     def _ideal_window(self, index: int) -> IdealWindow:
         if self._given:
-            return self._given[index].ideal
+            given = self._given[index]
+            if not isinstance(given, LinkProfile):
+                raise ValueError(f"{given.name}: resolved without its oracle, the link has no "
+                                 "expert")
+            return given.ideal
         return link_profile(self.links[index], self.config).ideal
 
     def episode(self, i: int) -> tuple[SharedProfile, Scenario]:
@@ -200,6 +209,9 @@ class SharedLinks:
     def _ideal_windows(self) -> np.ndarray:
         """Each simulation's single-flow ideal window now: constant links' from the last
         refresh, one oracle call per other distinct link, all its simulations' clocks at once."""
+        if not self._ideal_grouped:
+            self._group_ideal_windows()
+            self._ideal_grouped = True
         now = self.begin_ms + self.steps * _core.STEP_MS
         ideal = self._constant_ideal.copy()
         for window, sims in self._varying_ideal:
@@ -243,7 +255,7 @@ class SharedLinks:
             row_sim += [i] * n
             rate += [p.rate_mbps] * n
             propagation += [p.delay_ms] * n
-        self._group_ideal_windows()
+        self._ideal_grouped = False  # regrouped when the expert is asked (not every run asks)
         self._row_sim = np.array(row_sim, dtype=np.int64)
         self._rewards = RowRewards(np.array(rate), np.array(propagation), self.config)
         self._reset.clear()

@@ -34,6 +34,8 @@ from ccgym.emulators.links import data_dir
 from ccgym.emulators.variants import Variation, vary_links
 from ccgym.errors import UserError
 from ccgym.files import read_toml, toml_value, unknown_key
+from ccgym.policies import packaged_policies
+from ccgym.policies.policy_path import without_scheme
 from ccgym.train.registry import TRAINERS
 from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
 
@@ -236,10 +238,19 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
         validation_fallback=_absolute_entries(links.validation_fallback, base))
     # A space file, as a link set file, is found beside the config; a name is a packaged space.
     config.curriculum.space = rebase_entry(config.curriculum.space, base)
-    if config.ppo.init_from:
-        # Run folders live under the working directory (runs/), not beside the config file.
-        config.ppo.init_from = str(Path(config.ppo.init_from).expanduser().resolve())
+    config.model.init_from = _policy_path(config.model.init_from)
+    config.dagger.teacher = _policy_path(config.dagger.teacher)
     return config
+
+
+def _policy_path(value: str) -> str:
+    """A policy argument (train/teacher.py) with a path made absolute: run folders live under
+    the working directory (runs/), not beside the config file. A packaged policy's name stays
+    a name, unless a file or folder of that name is here (resolve_policy_path's order)."""
+    argument = without_scheme(value)
+    if not argument or (packaged_policies.is_name(argument) and not Path(argument).exists()):
+        return value
+    return str(Path(argument).expanduser().resolve())
 
 
 def resolve_link_entries(entries: LinkEntries, what: str) -> list[Any]:

@@ -16,8 +16,8 @@ from ccgym.emulators import _core
 from ccgym.envs.shared_link import SharedLinks
 from ccgym.train.config import TrainConfig, load_config, parse_config, to_toml
 from ccgym.policies.lstm import LstmPolicy, action_log_changes
-from ccgym.train.dagger import (IGNORE_LABEL, beta_for, imitation_loss, make_tasks,
-                               resolve_rollout_links, run_rollout)
+from ccgym.train.dagger import beta_for, make_tasks, resolve_rollout_links, run_rollout
+from ccgym.train.imitation import IGNORE_LABEL, imitation_loss
 from ccgym.train.loop import RunState, load_checkpoint, save_checkpoint, train
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]
