@@ -42,8 +42,8 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
     if problem:
         raise UserError(f"{what}{problem}")
     if not path.exists() and packaged_policies.is_name(text):
-        if text in packaged_policies.names():
-            policy = packaged_policies.find(text, what)
+        policy = packaged_policies.lookup(text)
+        if policy is not None:
             policy.require(what)
             return policy.pt
         run = newest_run(path)
