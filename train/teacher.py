@@ -23,6 +23,7 @@ from ccgym.policies.policy_path import resolve_policy_path, without_scheme
 from ccgym.train.imitation import IGNORE_LABEL
 from ccgym.train.sections import TrainConfig
 
+
 def load_named_policy(value: str, key: str, config: TrainConfig,
                       same_size: bool) -> LstmPolicy:
     """The policy `key` names; UserError (one line naming the key) if it cannot be had or its
