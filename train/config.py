@@ -37,7 +37,7 @@ from ccgym.files import read_toml, toml_value, unknown_key
 from ccgym.policies import packaged_policies
 from ccgym.policies.policy_path import without_scheme
 from ccgym.train.registry import TRAINERS
-from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
+from ccgym.train.sections import MOVED, MOVED_UNSET, SECTIONS, LinkEntries, TrainConfig
 
 
 # ---------------------------------------------------------------- reading
@@ -81,8 +81,11 @@ def _section(name: str, table: Any, where: str) -> Any:
     valid = [f.name for f in dataclasses.fields(section_type)]
     values = {}
     for key, value in table.items():
-        if f"{name}.{key}" in MOVED:
-            section, _, new_key = MOVED[f"{name}.{key}"].partition(".")
+        dotted = f"{name}.{key}"
+        if dotted in MOVED_UNSET and value == MOVED_UNSET[dotted]:
+            continue
+        if dotted in MOVED:
+            section, _, new_key = MOVED[dotted].partition(".")
             raise UserError(f"{where} {key}: every trainer's {key} is now [{section}] {new_key}")
         if key not in hints:
             raise unknown_key(where, key, valid)

@@ -420,3 +420,7 @@ SECTIONS: dict[str, type] = get_type_hints(TrainConfig)
 MOVED = {f"{algorithm}.{key}": f"run.{key}" for algorithm in ("dagger", "ppo")
          for key in ("num_envs", "episode_ms", "patience", "min_delta")}
 MOVED["ppo.init_from"] = "model.init_from"  # DAgger starts from a policy too
+# Moved keys at the value that sets nothing, as every run folder's config.toml written before
+# the move lists them (a resolved config holds every key): read as absent, so that such runs
+# still resume and package.
+MOVED_UNSET = {"ppo.init_from": ""}

@@ -144,6 +144,9 @@ def test_a_bad_teacher_or_start_is_one_line_and_no_run_folder(
     assert not out.exists()
 
 
-def test_ppo_init_from_names_its_new_place() -> None:
+def test_ppo_init_from_names_its_new_place_unless_it_is_unset() -> None:
     with pytest.raises(UserError, match=r"init_from is now \[model\] init_from"):
         parse_config({**distill_doc(), "ppo": {"init_from": "x"}}, "old")
+    # What every run folder's config.toml written before the move holds: read as absent.
+    config = parse_config({**distill_doc(), "ppo": {"init_from": ""}}, "old run")
+    assert config.model.init_from == ""
