@@ -4,7 +4,8 @@
    class: how many ended in a clean error (exit status 2, one line naming the mistake as the
    test expects, no traceback). Goal: all.
 2. Fuzzing: scripts/fuzz.sh for --fuzz-seconds per libFuzzer harness (trace loader, link spec
-   and queue spec parsers, wire decoders): executions and crashes. Goal: 0 crashes.
+   and queue spec parsers, wire decoders, the sender's ONNX reader and runtime): executions
+   and crashes. Goal: 0 crashes.
 3. `ccgym train` killed with SIGKILL at a random moment, then `--resume`d to the end, --kills
    times: iterations that had finished (announced, so checkpointed) but were lost, and whether
    the final weights equal an uninterrupted run's. Goal: 0 lost, all equal.

@@ -40,7 +40,7 @@ class LinkProfile:
     spec: str
     rate_mbps: float   # mean delivery rate: the throughput of a full link
     delay_ms: float    # one-way propagation delay
-    ideal: IdealWindow
+    ideal: IdealWindow | None  # the oracle's window; None: resolved without it (no expert)
 
 
 def _link_entries(value: Any) -> bool:
@@ -166,18 +166,24 @@ class EnvConfig:
         except UserError as e:
             raise ValueError(f"EnvConfig: links: {e}") from None
 
-    def profile(self, link: Link) -> LinkProfile:
-        """The link's profile with the config's oracle settings (computed once per link)."""
+    def profile(self, link: Link, expert: bool = True) -> LinkProfile:
+        """The link's profile with the config's oracle settings (computed once per link);
+        without the expert, no oracle is asked (a link that is not plain constant would cost
+        a search) and the profile's ideal is None."""
+        if not expert:
+            return _link_profile_without_oracle(link, self.oracle_seed)
         return _link_profile(link, self.oracle_seed, self.oracle_duration_ms,
                              tuple(self.oracle_lookbacks))
 
-    def resolved(self, links: Sequence[Link] | None = None) -> EnvConfig:
+    def resolved(self, links: Sequence[Link] | None = None, expert: bool = True) -> EnvConfig:
         """This config with its links (or `links`, Link objects) resolved into LinkProfiles
-        now: what a driver hands its workers, which then parse nothing."""
+        now: what a driver hands its workers, which then parse nothing. expert: False for
+        rollouts that never ask the expert (a teacher labels them): no oracle runs."""
         if links is None and self.profiles is not None:
             return self
         chosen = self.named_links() if links is None else links
-        return dataclasses.replace(self, links=tuple(self.profile(link) for link in chosen))
+        return dataclasses.replace(self, links=tuple(self.profile(link, expert)
+                                                     for link in chosen))
 
 
 @lru_cache(maxsize=4096)
@@ -186,3 +192,9 @@ def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None
     delay = _core.parse_link_spec(link.spec).delay_ms
     return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
                        ideal_window(link.spec, oracle_seed, oracle_duration_ms, oracle_lookbacks))
+
+
+@lru_cache(maxsize=4096)
+def _link_profile_without_oracle(link: Link, oracle_seed: int) -> LinkProfile:
+    delay = _core.parse_link_spec(link.spec).delay_ms
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay, None)

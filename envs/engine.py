@@ -218,6 +218,8 @@ class Engine:
         # Every flow alone on its link: one row per simulation, whose expert's window is
         # the link's ideal, known before the step, so the step's threads label it.
         self.alone = all(not flows for flows in self.entries)
+        # Links resolved without the oracle (EnvConfig.resolved(expert=False)) have no expert.
+        self.has_expert = not given or all(p.ideal is not None for p in given)
         self.num_sims = num_sims
         self.episode_steps = config.episode_steps
         self.vec = _core.VecSimulator(num_sims, threads)
@@ -316,7 +318,7 @@ class Engine:
         rows = len(actions)
         obs = np.empty((rows, self.vec.obs_dim), dtype=np.float32)
         columns = np.empty((_core.STAT_COLUMNS, rows))
-        if self.alone:
+        if self.alone and self.has_expert:
             # The expert labels the observations after the step: the ideal windows then.
             if self._varying_ideal:
                 self._ideal = self._ideal_windows(self.steps + 1)
@@ -344,6 +346,9 @@ class Engine:
 
     def ideal_windows(self) -> np.ndarray:
         """Each row's link's ideal window (the oracle's, for a flow alone) now."""
+        if not self.has_expert:
+            raise ValueError("the links were resolved without the oracle (EnvConfig.resolved"
+                             "(expert=False)): no ideal window, no expert")
         self._refresh_rows()
         if self._ideal is None:
             self._ideal = self._ideal_windows(self.steps)
@@ -404,7 +409,8 @@ class Engine:
             propagation += [p.delay_ms] * n
         self._row_sim = np.array(row_sim, dtype=np.int64)
         self._first_end = int(self._start.min()) + self.episode_steps
-        self._group_ideal_windows()
+        if self.has_expert:
+            self._group_ideal_windows()
         self._constant_rows = self._constant_ideal[self._row_sim]
         self._constant_targets = _expert_windows_alone(self._constant_rows)
         self._expert_out = np.empty(len(row_sim), dtype=np.int64)

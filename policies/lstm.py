@@ -122,6 +122,17 @@ class LstmPolicy(nn.Module):
         out, (h, c) = self.lstm(obs_seq, state)
         return self.logits(out, obs_seq), (h, c)
 
+    def log_changes(self, obs_seq: torch.Tensor,
+                    state: LstmState | None = None) -> tuple[torch.Tensor, LstmState]:
+        """The log_change head's r (B, T) and the state after the last step: what its logits
+        are made of, and what a student distilled from it learns (train/imitation.py)."""
+        if self.head_kind != "log_change":
+            raise ValueError(f"the {self.head_kind} head has no log change")
+        if state is None:
+            state = self.initial_state(obs_seq.shape[0])
+        out, (h, c) = self.lstm(obs_seq, state)
+        return self.head(out)[..., 0], (h, c)
+
     def logits(self, lstm_out: torch.Tensor, obs_seq: torch.Tensor) -> torch.Tensor:
         """The action logits from the LSTM's output and the observations it read."""
         if self.head_kind == "log_change":
@@ -137,6 +148,28 @@ class LstmPolicy(nn.Module):
         zeros); episode_start: (N,) bool, True where an environment's episode begins at this
         observation, whose state is zeroed before the step.
         """
+        out, obs_seq, next_state = self._step(obs, state, episode_start)
+        return self._greedy(out, obs_seq), next_state
+
+    @torch.no_grad()
+    def act_and_change(self, obs: np.ndarray, state: LstmState | None,
+                       episode_start: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, LstmState]:
+        """act's actions and next state, with the log_change head's r (N,) float32: the log
+        window change the actions are the closest to, which a distilled student learns."""
+        if self.head_kind != "log_change":
+            raise ValueError(f"the {self.head_kind} head has no log change")
+        out, obs_seq, next_state = self._step(obs, state, episode_start)
+        changes = self.head(out)[:, 0, 0].numpy().astype(np.float32)
+        return self._greedy(out, obs_seq), changes, next_state
+
+    def _greedy(self, lstm_out: torch.Tensor, obs_seq: torch.Tensor) -> np.ndarray:
+        return self.logits(lstm_out, obs_seq)[:, 0, :].argmax(dim=-1).numpy().astype(np.int64)
+
+    def _step(self, obs: np.ndarray, state: LstmState | None, episode_start: np.ndarray | None
+              ) -> tuple[torch.Tensor, torch.Tensor, LstmState]:
+        """The LSTM's output (N, 1, hidden_size) on one step, its input (N, 1, obs_dim) and
+        the next state, the arguments checked as act says."""
         obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32))
         if obs_t.ndim != 2 or obs_t.shape[1] != self.obs_dim:
             raise ValueError(f"obs must be (N, {self.obs_dim}), got {tuple(obs_t.shape)}")
@@ -153,9 +186,9 @@ class LstmPolicy(nn.Module):
                 raise ValueError(f"episode_start must be ({n},), got {starts.shape}")
             keep = torch.as_tensor(~starts, dtype=h.dtype).view(1, n, 1)
             h, c = h * keep, c * keep
-        logits, next_state = self(obs_t.unsqueeze(1), (h, c))
-        actions = logits[:, 0, :].argmax(dim=-1).numpy().astype(np.int64)
-        return actions, next_state
+        obs_seq = obs_t.unsqueeze(1)
+        out, next_state = self.lstm(obs_seq, (h, c))
+        return out, obs_seq, next_state
 
     # ------------------------------------------------------------ files
 

@@ -80,12 +80,17 @@ def present() -> list[PackagedPolicy]:
     return [p for p in catalog() if not p.missing()]
 
 
+def lookup(name: str) -> PackagedPolicy | None:
+    """The catalog's entry NAME, or None: the catalog read once."""
+    return next((policy for policy in catalog() if policy.name == name), None)
+
+
 def find(name: str, what: str = "lstm:") -> PackagedPolicy:
     """The catalog's entry NAME; UserError naming the packaged policies if there is none."""
-    for policy in catalog():
-        if policy.name == name:
-            return policy
-    raise unknown(name, what)
+    policy = lookup(name)
+    if policy is None:
+        raise unknown(name, what)
+    return policy
 
 
 def unknown(name: str, what: str = "lstm:") -> UserError:

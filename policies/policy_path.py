@@ -16,6 +16,12 @@ from ccgym.files import name_problem
 from ccgym.policies import packaged_policies
 
 POLICY_FILE = "policy.pt"  # in a run folder (train/run_folder.py): the best policy so far
+SCHEME_PREFIX = "lstm:"  # eval's scheme of a policy; where a policy alone is asked, it is optional
+
+
+def without_scheme(argument: str) -> str:
+    """A policy argument with eval's `lstm:` taken off, if it has one."""
+    return argument.strip().removeprefix(SCHEME_PREFIX)
 
 
 def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:
@@ -36,8 +42,8 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
     if problem:
         raise UserError(f"{what}{problem}")
     if not path.exists() and packaged_policies.is_name(text):
-        if text in packaged_policies.names():
-            policy = packaged_policies.find(text, what)
+        policy = packaged_policies.lookup(text)
+        if policy is not None:
             policy.require(what)
             return policy.pt
         run = newest_run(path)

@@ -18,7 +18,7 @@ echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 build_tests build/sanitize -DCMAKE_BUILD_TYPE=Debug -DCCGYM_SANITIZE=ON
 ctest --test-dir build/sanitize --output-on-failure -j "$jobs"
 
-echo "== fuzzing the parsers (libFuzzer, ASan+UBSan; longer runs: benchmarks/bench_reliability.py)"
+echo "== fuzzing the parsers and the ONNX runtime (libFuzzer, ASan+UBSan; longer runs: benchmarks/bench_reliability.py)"
 scripts/fuzz.sh 10
 
 echo "== ruff (lint and complexity, pyproject.toml's [tool.ruff])"

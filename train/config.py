@@ -36,8 +36,10 @@ from ccgym.emulators.variants import Variation, vary_links
 from ccgym.envs.config import EnvConfig
 from ccgym.errors import UserError
 from ccgym.files import read_toml, toml_value, unknown_key
+from ccgym.policies import packaged_policies
+from ccgym.policies.policy_path import without_scheme
 from ccgym.train.registry import TRAINERS
-from ccgym.train.sections import MOVED, SECTIONS, LinkEntries, TrainConfig
+from ccgym.train.sections import MOVED, MOVED_UNSET, SECTIONS, LinkEntries, TrainConfig
 
 
 # ---------------------------------------------------------------- reading
@@ -81,8 +83,11 @@ def _section(name: str, table: Any, where: str) -> Any:
     valid = [f.name for f in dataclasses.fields(section_type)]
     values = {}
     for key, value in table.items():
-        if f"{name}.{key}" in MOVED:
-            section, _, new_key = MOVED[f"{name}.{key}"].partition(".")
+        dotted = f"{name}.{key}"
+        if dotted in MOVED_UNSET and value == MOVED_UNSET[dotted]:
+            continue
+        if dotted in MOVED:
+            section, _, new_key = MOVED[dotted].partition(".")
             raise UserError(f"{where} {key}: every trainer's {key} is now [{section}] {new_key}")
         if key not in hints:
             raise unknown_key(where, key, valid)
@@ -240,10 +245,19 @@ def resolve_paths(config: TrainConfig, base: Path) -> TrainConfig:
                                       share_links=_absolute_entries(config.eval.share_links, base))
     # A space file, as a link set file, is found beside the config; a name is a packaged space.
     config.curriculum.space = rebase_entry(config.curriculum.space, base)
-    if config.ppo.init_from:
-        # Run folders live under the working directory (runs/), not beside the config file.
-        config.ppo.init_from = str(Path(config.ppo.init_from).expanduser().resolve())
+    config.model.init_from = _policy_path(config.model.init_from)
+    config.dagger.teacher = _policy_path(config.dagger.teacher)
     return config
+
+
+def _policy_path(value: str) -> str:
+    """A policy argument (train/teacher.py) with a path made absolute: run folders live under
+    the working directory (runs/), not beside the config file. A packaged policy's name stays
+    a name, unless a file or folder of that name is here (resolve_policy_path's order)."""
+    argument = without_scheme(value)
+    if not argument or (packaged_policies.is_name(argument) and not Path(argument).exists()):
+        return value
+    return str(Path(argument).expanduser().resolve())
 
 
 def resolve_link_entries(entries: LinkEntries, what: str, section: str = "links") -> list[Any]:
@@ -311,7 +325,8 @@ def env_config(config: TrainConfig, links: Sequence[Link]) -> EnvConfig:
                     oracle_lookbacks=list(d.oracle_lookbacks), random_start=d.random_start,
                     observation_version=config.model.observation_version,
                     **{name: getattr(config.links, name) for name in COMPETITION_FIELDS})
-    return env.resolved(links)
+    # A teacher labels DAgger's rollouts: the oracle is never asked, so it never runs.
+    return env.resolved(links, expert=not config.dagger.teacher)
 
 
 # ---------------------------------------------------------------- writing

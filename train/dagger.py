@@ -4,10 +4,11 @@ Each iteration i = 1, 2, ...:
   1. roll out episodes on the training links. Every step executes the expert's action with
      probability beta_i, else the policy's: beta_1 = 1 (there is no policy yet), then
      beta_i = beta0 * beta_decay^(i-1);
-  2. label every visited state with the expert's action (the oracle's, from the environment);
+  2. label every visited state with the expert's action: the oracle's, from the environment,
+     or a trained teacher's ([dagger] teacher: distillation, train/teacher.py);
   3. aggregate: add the episodes to the dataset (a fraction held out to measure agreement);
-  4. retrain the LSTM on all episodes with truncated backpropagation through time and
-     cross-entropy, the recurrent state carried across segments;
+  4. retrain the LSTM on all episodes with truncated backpropagation through time
+     (train/imitation.py), the recurrent state carried across segments;
   5. measure held-out agreement with the expert and the policy's score on the validation
      links, keep the best policy (policy.pt), write a checkpoint;
   6. stop when neither figure has improved for `patience` iterations.
@@ -29,14 +30,13 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from gymnasium.utils import seeding
-from torch import nn
 
 from ccgym.emulators import _core
 from ccgym.envs.config import EnvConfig
@@ -45,17 +45,16 @@ from ccgym.envs.engine import Engine
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.train.config import TrainConfig, env_config
+from ccgym.train.imitation import Episode, agreement, class_weights, train_epochs
 from ccgym.train.pool import RolloutPool
+from ccgym.train.teacher import empty_labels, init_policy, teach, teacher_policy
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
-IGNORE_LABEL = -100  # cross-entropy's ignore_index: padding past an episode's end
 # Independent random streams derived from (seed, iteration, stream): a resumed run draws
 # the same numbers as an uninterrupted one without saving generator states mid-iteration.
 SPLIT_STREAM = 1
 SHUFFLE_STREAM = 2
 MIXING_STREAM = 3
-
-Episode = tuple[np.ndarray, np.ndarray]  # observations (T, OBS_DIM) float32, labels (T,) int64
 
 
 def beta_for(iteration: int, beta0: float, beta_decay: float) -> float:
@@ -79,13 +78,14 @@ class RolloutTask:
     policy: dict[str, Any] | None  # LstmPolicy.to_file_dict(); None: the expert acts alone
     exploration: float = 0.0  # probability of a uniformly random action instead
     threads: int = 1
+    teacher: dict[str, Any] | None = None  # the expert, LstmPolicy.to_file_dict(); None: oracle
 
 
 @dataclass
 class RolloutResult:
     # E episodes: one per learned flow (row of the Engine), each from its flow's start
     obs: np.ndarray        # (E, T, OBS_DIM) float32
-    labels: np.ndarray     # (E, T) int64, the expert's action at each observation
+    labels: np.ndarray     # (E, T) the expert's label at each observation (train/imitation.py)
     lengths: np.ndarray    # (E,) steps recorded per episode (T unless it started late or
                            # stopped early; 0: the flow never sent)
     policy_agreed: int     # steps where the policy's own choice equalled the expert's
@@ -115,25 +115,31 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
     rows = links.first_step()
     steps, n = task.env_config.episode_steps, links.num_rows
     policy = LstmPolicy.from_file_dict(task.policy) if task.policy is not None else None
+    teacher = LstmPolicy.from_file_dict(task.teacher) if task.teacher is not None else None
     coins = np.random.default_rng([task.seed, task.worker_index, MIXING_STREAM])
     obs_buf = np.zeros((n, steps, rows.obs.shape[1]), dtype=np.float32)
-    labels = np.full((n, steps), IGNORE_LABEL, dtype=np.int64)
+    labels = empty_labels(teacher, n, steps)
     lengths = np.zeros(n, dtype=np.int64)
     started = np.zeros(n, dtype=bool)  # the flow has sent (and the policy acted on it)
     ended = np.zeros(n, dtype=bool)    # the flow has stopped: its episode is complete
     state = policy.initial_state(n) if policy is not None else None
+    teacher_state = None
     agreed = chosen = 0
     for t in range(steps):
         # A row records while its flow sends: from its first step's end to its stop.
         ended |= started & ~rows.active
         alive = rows.active & ~ended
         record = np.flatnonzero(alive)
-        expert = links.expert_actions()
+        starting = alive & ~started
+        if teacher is not None:
+            expert, label, teacher_state = teach(teacher, rows.obs, teacher_state, starting)
+        else:
+            expert = label = links.expert_actions()
         obs_buf[record, lengths[record]] = rows.obs[record]
-        labels[record, lengths[record]] = expert[record]
+        labels[record, lengths[record]] = label[record]
         lengths[record] += 1
         if policy is not None:
-            mine, state = policy.act(rows.obs, state, alive & ~started)
+            mine, state = policy.act(rows.obs, state, starting)
             agreed += int(np.sum((mine == expert) & alive))
             chosen += int(np.sum(alive))
             use_expert = coins.random(n) < task.beta
@@ -152,9 +158,11 @@ def run_rollout(task: RolloutTask) -> RolloutResult:
 
 
 def make_tasks(config: TrainConfig, env: EnvConfig, iteration: int,
-               policy: LstmPolicy | None) -> list[RolloutTask]:
+               policy: LstmPolicy | None, teacher: dict[str, Any] | None = None
+               ) -> list[RolloutTask]:
     """The iteration's rollouts in env (env_config: its links resolved), in tasks of at most
-    num_envs episodes."""
+    num_envs episodes;
+    teacher: the expert's file dict (None: the oracle)."""
     d = config.dagger
     per_task, count = config.run.num_envs, d.rollouts_per_iteration
     tasks_per_iteration = math.ceil(count / per_task)
@@ -169,111 +177,8 @@ def make_tasks(config: TrainConfig, env: EnvConfig, iteration: int,
         seed = config.run.seed + worker_index * per_task
         tasks.append(RolloutTask(worker_index, n, env, seed,
                                  beta if policy_dict is not None else 1.0, policy_dict,
-                                 d.exploration, config.run.env_threads))
+                                 d.exploration, config.run.env_threads, teacher))
     return tasks
-
-
-# ---------------------------------------------------------------- learning
-
-def _batch(episodes: Sequence[Episode]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Episodes padded to the longest: obs (B, T, D) and labels (B, T) (padding ignored)."""
-    longest = max(len(labels) for _, labels in episodes)
-    dim = episodes[0][0].shape[1]
-    obs = np.zeros((len(episodes), longest, dim), dtype=np.float32)
-    labels = np.full((len(episodes), longest), IGNORE_LABEL, dtype=np.int64)
-    for i, (o, y) in enumerate(episodes):
-        obs[i, :len(y)] = o
-        labels[i, :len(y)] = y
-    return torch.from_numpy(obs), torch.from_numpy(labels)
-
-
-def class_weights(episodes: Sequence[Episode], num_actions: int, power: float) -> torch.Tensor:
-    """share(action) ^ -power, scaled so that the mean weight over all labels is 1."""
-    counts = np.zeros(num_actions)
-    for _, labels in episodes:
-        counts += np.bincount(labels[labels >= 0], minlength=num_actions)[:num_actions]
-    share = np.maximum(counts, 1.0) / max(counts.sum(), 1.0)
-    weights = share ** -power
-    weights *= counts.sum() / max(float(np.dot(weights, counts)), 1e-12)
-    return torch.as_tensor(weights, dtype=torch.float32)
-
-
-def imitation_loss(policy: LstmPolicy, weights: torch.Tensor | None
-                   ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """(logits (N, A), labels (N,)) -> the loss summed over the labelled steps: the weighted
-    cross-entropy for the classes head; for the log_change head, whose logits are minus the
-    squared distance of its change to each action's, the squared error to the expert's
-    (unweighted)."""
-    if policy.head_kind == "classes":
-        return nn.CrossEntropyLoss(weight=weights, ignore_index=IGNORE_LABEL, reduction="sum")
-
-    def squared_error(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        labelled = labels != IGNORE_LABEL
-        return -logits[labelled].gather(1, labels[labelled].unsqueeze(1)).sum()
-
-    return squared_error
-
-
-def train_epochs(policy: LstmPolicy, optimizer: torch.optim.Optimizer,
-                 episodes: Sequence[Episode], epochs: int, batch_size: int, bptt_len: int,
-                 grad_clip: float, rng: np.random.Generator,
-                 weights: torch.Tensor | None = None,
-                 on_epoch: Callable[[float], object] | None = None) -> float:
-    """Truncated BPTT over whole episodes; returns the last epoch's mean (weighted) loss per
-    label."""
-    loss_fn = imitation_loss(policy, weights)
-    policy.train()
-    mean_loss = math.nan
-    for _ in range(epochs):
-        order = rng.permutation(len(episodes))
-        total, count = 0.0, 0
-        for first in range(0, len(order), batch_size):
-            obs, labels = _batch([episodes[i] for i in order[first:first + batch_size]])
-            state = None
-            for s in range(0, labels.shape[1], bptt_len):
-                seg_labels = labels[:, s:s + bptt_len]
-                valid = int((seg_labels != IGNORE_LABEL).sum())
-                logits, state = policy(obs[:, s:s + bptt_len], state)
-                # The state flows into the next segment, the gradient does not (truncation).
-                state = (state[0].detach(), state[1].detach())
-                if valid == 0:
-                    continue
-                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), seg_labels.reshape(-1))
-                optimizer.zero_grad(set_to_none=True)
-                (loss / valid).backward()
-                if grad_clip > 0:
-                    nn.utils.clip_grad_norm_(policy.parameters(), grad_clip)
-                optimizer.step()
-                total += float(loss.detach())
-                count += valid
-        mean_loss = total / max(count, 1)
-        if on_epoch:
-            on_epoch(mean_loss)
-    policy.eval()
-    return mean_loss
-
-
-@torch.no_grad()
-def agreement(policy: LstmPolicy, episodes: Sequence[Episode],
-              batch_size: int = 64) -> tuple[float, float]:
-    """(agreement, balanced agreement) of the greedy policy with the expert's labels, fed the
-    recorded observations: the share of steps where it picks the expert's action, and the
-    mean of that share over the actions the expert took (which "hold" cannot dominate)."""
-    policy.eval()
-    hits = np.zeros(policy.num_actions)
-    totals = np.zeros(policy.num_actions)
-    for first in range(0, len(episodes), batch_size):
-        obs, labels = _batch(episodes[first:first + batch_size])
-        logits, _ = policy(obs)
-        valid = labels != IGNORE_LABEL
-        chosen = logits.argmax(-1)[valid].numpy()
-        expected = labels[valid].numpy()
-        totals += np.bincount(expected, minlength=policy.num_actions)
-        hits += np.bincount(expected[chosen == expected], minlength=policy.num_actions)
-    if totals.sum() == 0:
-        return math.nan, math.nan
-    taken = totals > 0
-    return float(hits.sum() / totals.sum()), float(np.mean(hits[taken] / totals[taken]))
 
 
 # ---------------------------------------------------------------- the trainer
@@ -327,11 +232,21 @@ class Dagger(Trainer):
         model = config.model
         self._policy = LstmPolicy(hidden_size=model.hidden_size, head=model.head,
                                   observation_version=model.observation_version)
+        start = init_policy(config)
+        if start is not None:
+            self._policy.load_state_dict(start.state_dict())
+        teacher = teacher_policy(config)
+        self._teacher = teacher.to_file_dict() if teacher is not None else None
         self.optimizer = make_optimizer(self._policy, config)
         self.train_episodes: list[Episode] = []
         self.holdout_episodes: list[Episode] = []
         self._pool: RolloutPool | None = None
         self._env: EnvConfig | None = None  # the rollouts' environment, its links resolved
+
+    @classmethod
+    def check_config(cls, config: TrainConfig) -> None:
+        init_policy(config)  # a missing or mismatched policy fails before the run folder
+        teacher_policy(config)
 
     @property
     def policy(self) -> LstmPolicy:
@@ -363,7 +278,7 @@ class Dagger(Trainer):
         assert self._pool is not None and self._env is not None, "collect runs inside session()"
         d = self.config.dagger
         tasks = make_tasks(self.config, self._env, iteration,
-                           self.policy if iteration > 1 else None)
+                           self.policy if iteration > 1 else None, self._teacher)
         progress.stage(f"rollouts, beta={beta_for(iteration, d.beta0, d.beta_decay):.3f}")
         results = self._pool.run(run_rollout, tasks, lambda _: progress.advance())
         return Rollouts(results, sum(r.env_steps for r in results))
@@ -376,8 +291,9 @@ class Dagger(Trainer):
         progress.stage("training")
         lr = learning_rate(config, iteration)
         set_learning_rate(self.optimizer, lr)
-        weights = class_weights(self.train_episodes, self.policy.num_actions,
-                                d.class_weight_power) if d.class_weight_power > 0 else None
+        weigh = d.class_weight_power > 0 and self.policy.head_kind == "classes"
+        weights = (class_weights(self.train_episodes, self.policy.num_actions,
+                                 d.class_weight_power) if weigh else None)
         loss = train_epochs(
             self.policy, self.optimizer, self.train_episodes, d.epochs, d.batch_size,
             d.bptt_len, config.optimizer.grad_clip,

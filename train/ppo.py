@@ -18,8 +18,8 @@ charts/episode_return). Each iteration:
   2. learn: the learner updates the module on those episodes (num_epochs x minibatches), and
      the env runners get the new weights.
 
-A warm start (`init_from`) builds every copy of the module from a DAgger run's policy.pt, so the
-first rollouts are that policy's, sampled.
+A warm start (`[model] init_from`) builds every copy of the module from a DAgger run's
+policy.pt, so the first rollouts are that policy's, sampled.
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ from ccgym.emulators import _core
 from ccgym.emulators.links import Link
 from ccgym.envs import LINK_ENV_ID
 from ccgym.envs.config import EnvConfig
-from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
-from ccgym.policies.policy_path import resolve_policy_path
 from ccgym.train.config import TrainConfig, env_config
 from ccgym.train.pool import RolloutPool
+from ccgym.train.teacher import init_policy
 from ccgym.train.trainer import Figures, Progress, Rollouts, Trainer
 
 # Seeds of an iteration's sampling (per env runner) and learning, derived from (seed,
@@ -76,29 +75,18 @@ def runner_env_config(config: TrainConfig, env: EnvConfig) -> dict[str, Any]:
     }
 
 
-def init_policy(config: TrainConfig) -> dict[str, Any] | None:
-    """The warm start's policy (init_from) as a file dict; None from scratch."""
-    if not config.ppo.init_from:
-        return None
-    path = resolve_policy_path(config.ppo.init_from, "[ppo] init_from: ")
-    try:
-        policy = LstmPolicy.load(path)
-    except (ValueError, RuntimeError, OSError) as e:
-        raise UserError(f"[ppo] init_from: {path}: {e}") from None
-    if policy.hidden_size != config.model.hidden_size:
-        raise UserError(f"[ppo] init_from: {path} has hidden_size {policy.hidden_size}, the "
-                        f"config's [model] hidden_size is {config.model.hidden_size}")
-    if policy.head_kind != config.model.head:
-        raise UserError(f"[ppo] init_from: {path} has the {policy.head_kind} head, the "
-                        f"config's [model] head is {config.model.head}")
-    return policy.to_file_dict()
+def init_policy_dict(config: TrainConfig) -> dict[str, Any] | None:
+    """The warm start's policy ([model] init_from) as a file dict; None from scratch."""
+    policy = init_policy(config)
+    return policy.to_file_dict() if policy is not None else None
 
 
 def module_config(config: TrainConfig) -> dict[str, Any]:
     """model_config of the RLlib module (train/ppo_module.py)."""
     return {"hidden_size": config.model.hidden_size, "head": config.model.head,
             "max_seq_len": config.ppo.max_seq_len,
-            "temperature": config.ppo.log_change_temperature, "init_policy": init_policy(config)}
+            "temperature": config.ppo.log_change_temperature,
+            "init_policy": init_policy_dict(config)}
 
 
 def algorithm_config(config: TrainConfig, env: EnvConfig) -> Any:

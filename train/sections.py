@@ -190,6 +190,11 @@ class ModelSection:
                                          "(policies/cpp/features.hh): 4, or 6, which adds "
                                          "readings that tell a competitor's standing queue from "
                                          "the flow's own. DAgger only.", OBSERVATION)
+    init_from: str = described("", "A policy whose weights the run starts from (of this "
+                               "hidden_size and head): a packaged policy's name (generalist), "
+                               "a run folder (its best policy.pt) or a policy file, relative to "
+                               'the working directory; "": from scratch. PPO\'s value head '
+                               "always starts fresh.")
 
 
 @dataclass
@@ -313,6 +318,14 @@ class DaggerSection:
                                               "(oracle/ideal.py). [1.0]: an expert whose every "
                                               "label is a function of the link's past, which a "
                                               "sender can learn to read.", SHARES)
+    teacher: str = described("", "A trained policy that labels the rollouts in place of the "
+                             "oracle, and whose actions the expert's share of steps executes: "
+                             "distillation (train/teacher.py), e.g. of an ensemble into one "
+                             "network. A packaged policy's name (generalist, or lstm:generalist "
+                             "as eval writes it), a run folder or a policy file, relative to "
+                             "the working directory; its head must be [model] head, its size "
+                             'any. A log_change teacher\'s labels are its log window change. "": '
+                             "the oracle (the shared expert on shared links).")
     random_start: float = described(0.0, "The share of training episodes that start from a "
                                     "random window, from one packet to four BDPs, held for up "
                                     "to 3 s (envs/engine.py start_window): without them no "
@@ -324,10 +337,6 @@ class DaggerSection:
 class PpoSection:
     """PPO's own keys (train/ppo.py, on RLlib)."""
 
-    init_from: str = described("", "A run folder (its best policy.pt) or a policy file whose "
-                               "weights the actor starts from, relative to the working "
-                               'directory; "": from scratch. The value head always starts '
-                               "fresh.")
     reward_scale: float = described(0.02, "The reward of envs/engine.py multiplied by this: "
                                     "the value head shares the actor's LSTM, so unscaled "
                                     "returns of -10 to -200 would make the value loss drown "
@@ -417,3 +426,8 @@ SECTIONS: dict[str, type] = get_type_hints(TrainConfig)
 # Keys that moved, for the error an older config meets.
 MOVED = {f"{algorithm}.{key}": f"run.{key}" for algorithm in ("dagger", "ppo")
          for key in ("num_envs", "episode_ms", "patience", "min_delta")}
+MOVED["ppo.init_from"] = "model.init_from"  # DAgger starts from a policy too
+# Moved keys at the value that sets nothing, as every run folder's config.toml written before
+# the move lists them (a resolved config holds every key): read as absent, so that such runs
+# still resume and package.
+MOVED_UNSET = {"ppo.init_from": ""}

@@ -208,6 +208,7 @@ Node read_node(std::string_view bytes, const std::string& file) {
 // Little-endian float32 values, as raw_data and packed float_data hold them.
 void append_floats(std::string_view bytes, std::vector<float>* out, const std::string& what) {
   if (bytes.size() % sizeof(float) != 0) throw std::runtime_error(what + ": a partial float");
+  if (bytes.empty()) return;  // memcpy with an empty vector's null data() is undefined
   const std::size_t start = out->size();
   out->resize(start + bytes.size() / sizeof(float));
   std::memcpy(out->data() + start, bytes.data(), bytes.size());
@@ -248,7 +249,7 @@ Initializer read_initializer(std::string_view bytes, const std::string& file) {
 }
 
 // The model's shapes and metadata; with graph, its nodes and weights too.
-OnnxShapes read_model(const std::string& data, const std::string& path, Graph* graph) {
+OnnxShapes read_model(std::string_view data, const std::string& path, Graph* graph) {
   OnnxShapes shapes;
   bool have_graph = false;
   for (Reader model(data, path); !model.done();) {
@@ -327,6 +328,12 @@ std::string op_names() {
   return join(names);
 }
 
+// Bounds on what a model may ask for, so that a damaged file is refused rather than
+// allocating without end: far beyond any policy ccgym trains (an ensemble of a few
+// 1024-unit LSTMs holds some 10^7 values).
+constexpr int64_t kMaxHiddenSize = 1 << 16;
+constexpr std::size_t kMaxBufferValues = std::size_t{1} << 28;
+
 // A tensor's place in the runner's one buffer, and its shape.
 struct Slot {
   std::size_t offset = 0;
@@ -372,8 +379,9 @@ void multiply_add_dense(const float* a, const float* w, std::size_t inner, std::
 }
 
 // The graph compiled once into a list of operations on offsets into one buffer that holds
-// every tensor (inputs, weights, intermediates): a step allocates nothing, looks nothing up
-// and copies only the inputs in and the outputs out.
+// every tensor (inputs, the weights an operation reads dense, intermediates): a step
+// allocates nothing, looks nothing up and copies only the observation in, the logits out and
+// the new state onto the old (the state lives in the buffer between steps).
 struct Program {
   struct Op {
     OpKind kind;
@@ -390,6 +398,18 @@ struct Program {
   Slot obs, h, c, logits, h_out, c_out;
 
   float* at(const Slot& s) { return buffer.data() + s.offset; }
+  const float* at(const Slot& s) const { return buffer.data() + s.offset; }
+
+  // h_out and c_out become the next step's h and c.
+  void carry_state() {
+    std::copy_n(at(h_out), h.size(), at(h));
+    std::copy_n(at(c_out), c.size(), at(c));
+  }
+
+  void reset_state() {
+    std::fill_n(at(h), h.size(), 0.0F);
+    std::fill_n(at(c), c.size(), 0.0F);
+  }
 
   void run() {
     for (const Op& op : ops) {
@@ -449,11 +469,10 @@ class Compiler {
   Compiler(const std::string& path, Program* net) : path_(path), net_(net) {}
 
   Slot define(const std::string& name, std::size_t rows, std::size_t cols) {
-    if (slots_.count(name) != 0) fail("the tensor " + quoted(name) + " is made twice");
-    const Slot slot{size_, rows, cols};
-    size_ += slot.size();
-    slots_.emplace(name, slot);
-    return slot;
+    if (slots_.count(name) != 0 || constants_.count(name) != 0) {
+      fail("the tensor " + quoted(name) + " is made twice");
+    }
+    return place(name, rows, cols);
   }
 
   Slot input(const OnnxShapes::Tensor& tensor, std::size_t width) {
@@ -478,8 +497,10 @@ class Compiler {
       fail("the initializer " + quoted(tensor.name) + " holds " + std::to_string(tensor.values.size()) +
            " values for its shape");
     }
-    copies_.emplace_back(define(tensor.name, rows, cols).offset, &tensor.values);
-    constants_.emplace(tensor.name, &tensor.values);
+    if (slots_.count(tensor.name) != 0 || constants_.count(tensor.name) != 0) {
+      fail("the tensor " + quoted(tensor.name) + " is made twice");
+    }
+    constants_.emplace(tensor.name, Constant{rows, cols, &tensor.values});
   }
 
   void node(const Node& node) {
@@ -499,13 +520,17 @@ class Compiler {
     Program::Op step{op->kind, read(where, node.inputs[0]), {}, {}};
     Slot out = step.a;
     if (op->binary) {
-      step.b = read(where, node.inputs[1]);
+      const auto constant = constants_.find(node.inputs[1]);
+      const bool packed = op->kind == OpKind::kMatMul && constant != constants_.end();
+      // A MatMul by a constant reads it packed, never from the buffer.
+      step.b = packed ? Slot{0, constant->second.rows, constant->second.cols}
+                      : read(where, node.inputs[1]);
       if (op->kind == OpKind::kMatMul) {
         if (step.a.cols != step.b.rows) {
           fail(where + ": cannot multiply " + shape_text(step.a) + " by " + shape_text(step.b));
         }
         out.cols = step.b.cols;
-        pack(node.inputs[1], &step);
+        if (packed) pack(*constant->second.values, &step);
       } else if (step.a.rows != step.b.rows || step.a.cols != step.b.cols) {
         fail(where + ": operands of shapes " + shape_text(step.a) + " and " +
              shape_text(step.b) + " (this runtime does not broadcast)");
@@ -524,22 +549,42 @@ class Compiler {
     return slot;
   }
 
-  // The buffer, with the weights in place and every other tensor zero.
+  // The buffer, with the constants read dense in place and every other tensor zero.
   void allocate() {
     net_->buffer.assign(size_, 0.0F);
-    for (const auto& [offset, values] : copies_) {
-      std::copy(values->begin(), values->end(), net_->buffer.begin() +
-                                                    static_cast<std::ptrdiff_t>(offset));
+    for (const auto& [name, constant] : constants_) {
+      if (!constant.placed) continue;
+      std::copy(constant.values->begin(), constant.values->end(),
+                net_->buffer.begin() + static_cast<std::ptrdiff_t>(constant.offset));
     }
   }
 
  private:
-  // A MatMul by a constant (an initializer) reads it packed: each row from its first to its
-  // last nonzero column.
-  void pack(const std::string& name, Program::Op* op) {
-    const auto constant = constants_.find(name);
-    if (constant == constants_.end()) return;
-    const float* values = constant->second->data();
+  // An initializer: its shape and values, and its place in the buffer once an operation
+  // reads it dense (placed).
+  struct Constant {
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    const std::vector<float>* values = nullptr;
+    bool placed = false;
+    std::size_t offset = 0;
+  };
+
+  Slot place(const std::string& name, std::size_t rows, std::size_t cols) {
+    const Slot slot{size_, rows, cols};
+    if (slot.size() > kMaxBufferValues - size_) {
+      fail("the tensor " + quoted(name) + " of shape " + shape_text(slot) + " takes the model's "
+           "tensors past " + std::to_string(kMaxBufferValues) + " values");
+    }
+    size_ += slot.size();
+    slots_.emplace(name, slot);
+    return slot;
+  }
+
+  // A MatMul by a constant reads it packed: each row from its first to its last nonzero
+  // column.
+  void pack(const std::vector<float>& constant, Program::Op* op) {
+    const float* values = constant.data();
     op->ranges = static_cast<std::ptrdiff_t>(net_->ranges.size());
     op->packed = net_->packed.size();
     for (std::size_t k = 0; k < op->b.rows; ++k) {
@@ -554,12 +599,19 @@ class Compiler {
     }
   }
 
-  Slot read(const std::string& where, const std::string& name) const {
+  // The tensor's slot; a constant gets one the first time it is read dense.
+  Slot read(const std::string& where, const std::string& name) {
     const auto found = slots_.find(name);
-    if (found == slots_.end()) {
+    if (found != slots_.end()) return found->second;
+    const auto constant = constants_.find(name);
+    if (constant == constants_.end()) {
       fail(where + " reads " + quoted(name) + ", which no input, initializer or earlier node makes");
     }
-    return found->second;
+    Constant& c = constant->second;
+    const Slot slot = place(name, c.rows, c.cols);
+    c.placed = true;
+    c.offset = slot.offset;
+    return slot;
   }
   [[noreturn]] void fail(const std::string& what) const {
     throw std::runtime_error(path_ + ": " + what);
@@ -569,8 +621,7 @@ class Compiler {
   Program* net_;
   std::map<std::string, Slot> slots_;
   std::size_t size_ = 0;
-  std::vector<std::pair<std::size_t, const std::vector<float>*>> copies_;
-  std::map<std::string, const std::vector<float>*> constants_;
+  std::map<std::string, Constant> constants_;
 };
 
 }  // namespace
@@ -580,9 +631,17 @@ struct PolicyRunner::Net {
 };
 
 PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
+    : PolicyRunner(read_file(path), path, hidden_size) {}
+
+std::unique_ptr<PolicyRunner> PolicyRunner::from_bytes(std::string_view model,
+                                                       const std::string& name, int hidden_size) {
+  return std::unique_ptr<PolicyRunner>(new PolicyRunner(model, name, hidden_size));
+}
+
+PolicyRunner::PolicyRunner(std::string_view model, const std::string& path, int hidden_size)
     : net_(std::make_unique<Net>()), path_(path), hidden_size_(hidden_size) {
   Graph graph;
-  const OnnxShapes shapes = read_model(read_file(path), path, &graph);
+  const OnnxShapes shapes = read_model(model, path, &graph);
   for (const char* name : {"obs", "h", "c"}) {
     if (shapes.input(name) == nullptr) {
       throw std::runtime_error(path + ": the model has no input '" + name +
@@ -605,7 +664,7 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
     if (known == kObservationVersions.end()) {
       std::vector<std::string> versions;
       for (int version : kObservationVersions) versions.push_back(std::to_string(version));
-      throw std::runtime_error(path + ": trained on observation version " + value +
+      throw std::runtime_error(path + ": trained on observation version " + printable(value, 80) +
                                ", but this sender computes versions " + join(versions) +
                                "; train the policy again");
     }
@@ -631,6 +690,11 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
       throw std::runtime_error(path + ": input h has shape " + dims_text(h_dims) +
                                ": give the hidden size explicitly");
     }
+    if (h_dims.back() > kMaxHiddenSize) {
+      throw std::runtime_error(path + ": input h has shape " + dims_text(h_dims) +
+                               ", more units than this runtime takes (" +
+                               std::to_string(kMaxHiddenSize) + ")");
+    }
     hidden_size_ = static_cast<int>(h_dims.back());
   }
 
@@ -646,30 +710,30 @@ PolicyRunner::PolicyRunner(const std::string& path, int hidden_size)
   net.h_out = compiler.output("h_out", hidden);
   net.c_out = compiler.output("c_out", hidden);
   compiler.allocate();
-  h_.assign(hidden, 0.0F);
-  c_.assign(hidden, 0.0F);
 }
 
 PolicyRunner::~PolicyRunner() = default;
 
-void PolicyRunner::reset() {
-  std::fill(h_.begin(), h_.end(), 0.0F);
-  std::fill(c_.begin(), c_.end(), 0.0F);
-}
+void PolicyRunner::reset() { net_->program.reset_state(); }
 
 const PolicyRunner::Logits& PolicyRunner::step(const Observation& obs) {
   Program& net = net_->program;
   std::copy_n(obs.begin(), observation_dim(observation_version_), net.at(net.obs));
-  std::copy(h_.begin(), h_.end(), net.at(net.h));
-  std::copy(c_.begin(), c_.end(), net.at(net.c));
   net.run();
   const float* logits = net.at(net.logits);
   std::copy(logits, logits + logits_.size(), logits_.begin());
-  const float* h = net.at(net.h_out);
-  std::copy(h, h + h_.size(), h_.begin());
-  const float* c = net.at(net.c_out);
-  std::copy(c, c + c_.size(), c_.begin());
+  net.carry_state();
   return logits_;
+}
+
+std::span<const float> PolicyRunner::h() const {
+  const Program& net = net_->program;
+  return {net.at(net.h), net.h.size()};
+}
+
+std::span<const float> PolicyRunner::c() const {
+  const Program& net = net_->program;
+  return {net.at(net.c), net.c.size()};
 }
 
 int PolicyRunner::act(const Observation& obs) {

@@ -14,7 +14,9 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policies/cpp/actions.hh"
@@ -48,6 +50,10 @@ class PolicyRunner {
   // std::runtime_error naming the file on a missing or malformed model, a
   // missing input or output, or shapes that do not match its observation version's length or kNumActions.
   explicit PolicyRunner(const std::string& path, int hidden_size = 0);
+  // The same from the model's bytes, `name` standing for the file in errors
+  // (tests/fuzz/fuzz_onnx_policy.cc gives it arbitrary bytes).
+  static std::unique_ptr<PolicyRunner> from_bytes(std::string_view model, const std::string& name,
+                                                  int hidden_size = 0);
   ~PolicyRunner();
   PolicyRunner(const PolicyRunner&) = delete;
   PolicyRunner& operator=(const PolicyRunner&) = delete;
@@ -62,17 +68,17 @@ class PolicyRunner {
   const Logits& step(const Observation& obs);
   // The action the sender takes: the argmax of step()'s logits (first on ties).
   int act(const Observation& obs);
-  const std::vector<float>& h() const { return h_; }
-  const std::vector<float>& c() const { return c_; }
+  // The state after the last step (h', c'): the next step's h and c.
+  std::span<const float> h() const;
+  std::span<const float> c() const;
 
  private:
+  PolicyRunner(std::string_view model, const std::string& name, int hidden_size);
   struct Net;
   std::unique_ptr<Net> net_;
   std::string path_;
   int hidden_size_ = 0;
   int observation_version_ = kObservationVersion;
-  std::vector<float> h_;
-  std::vector<float> c_;
   Logits logits_{};
 };
 

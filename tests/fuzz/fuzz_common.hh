@@ -1,8 +1,8 @@
-// What every harness checks of a parser's failure: it is std::invalid_argument (the one error
-// type the CLIs turn into a clear line), and its message is not empty and all printable ASCII:
-// the user's bytes are escaped (a NUL would cut it short in C and Python, a control byte garble
-// a terminal, an invalid UTF-8 byte fail Python's decoding). Anything else thrown, or a
-// sanitizer report, is a crash libFuzzer keeps.
+// What every harness checks of a parser's failure: it is the one error type its callers turn
+// into a clear line (std::invalid_argument; the ONNX runtime's std::runtime_error), and its
+// message is not empty and all printable ASCII: the user's bytes are escaped (a NUL would cut
+// it short in C and Python, a control byte garble a terminal, an invalid UTF-8 byte fail
+// Python's decoding). Anything else thrown, or a sanitizer report, is a crash libFuzzer keeps.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +16,7 @@ namespace ccgym::fuzz {
   std::abort();
 }
 
-inline void check_message(const std::invalid_argument& e) {
+inline void check_message(const std::exception& e) {
   const std::string message = e.what();
   if (message.empty()) fail("empty error message", "");
   for (const char c : message) {

@@ -94,14 +94,15 @@ def test_a_version_6_policy_evaluates_and_exports_as_it_trains(tmp_path: Path) -
 
 
 def test_training_rollouts_observe_the_version_asked_for() -> None:
-    from ccgym.envs.link_env import EnvConfig
-    from ccgym.envs.shared_link import SharedLinks
+    from ccgym.envs.config import EnvConfig
+    from ccgym.envs.engine import Engine
     from gymnasium.utils import seeding
 
-    config = EnvConfig(links=[LINK], episode_ms=2000.0, competitors=["bbr"])
     runs = {}
     for version in (V4, V6):
-        links = SharedLinks(2, config, observation_version=version)
+        config = EnvConfig(links=[LINK], episode_ms=2000.0, competitors=["bbr"],
+                           observation_version=version)
+        links = Engine(2, config)
         for i in range(2):
             links.reset_sim(i, seeding.np_random(7 + i)[0])
         steps = [links.first_step().obs]

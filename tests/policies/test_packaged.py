@@ -234,3 +234,18 @@ def test_machine_json_names_the_commit_of_the_checkout_that_trained() -> None:
     if head.returncode != 0:
         pytest.skip("not run from a git checkout of ccgym")
     assert machine_description()["commit"].removesuffix("-dirty") == head.stdout.strip()
+
+
+def test_a_packaged_name_reads_the_catalog_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ccgym.policies.policy_path import resolve_policy_path
+
+    reads = []
+    real_catalog = packaged_policies.catalog
+
+    def counted() -> list[PackagedPolicy]:
+        reads.append(1)
+        return real_catalog()
+
+    monkeypatch.setattr(packaged_policies, "catalog", counted)
+    assert resolve_policy_path("quick") == packaged_policies.FOLDER / "quick.pt"
+    assert len(reads) == 1

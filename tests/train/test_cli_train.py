@@ -33,7 +33,7 @@ def test_a_packaged_config_by_name_with_overrides(tmp_path: Path,
 
 @pytest.mark.parametrize("args, expected", [
     (["nosuch"], "nosuch: no such config file or packaged training config; packaged: "
-                 "cellular, indigo, mixed, mixed-bbr, mixed-shared, quick"),
+                 "cellular, distill, indigo, mixed, mixed-bbr, mixed-shared, quick"),
     (["quick", "--set", "dagger.epochz=3"], "--set dagger.epochz=3: unknown key 'epochz'"),
     (["quick", "--set", "trainer.lr=3"], "--set trainer.lr=3: unknown section 'trainer'"),
     (["quick", "--set", "run.iterations=many"], "[run] iterations must be an integer"),

@@ -17,7 +17,8 @@ from ccgym.envs.engine import Engine
 from ccgym.emulators.link_names import link_from_spec
 from ccgym.train.config import TrainConfig, env_config, load_config, parse_config, to_toml
 from ccgym.policies.lstm import LstmPolicy, action_log_changes
-from ccgym.train.dagger import IGNORE_LABEL, beta_for, imitation_loss, make_tasks, run_rollout
+from ccgym.train.dagger import beta_for, make_tasks, run_rollout
+from ccgym.train.imitation import IGNORE_LABEL, imitation_loss
 from ccgym.train.loop import RunState, load_checkpoint, save_checkpoint, train
 
 TRAIN_LINKS = ["rate_mbps=12,delay_ms=20", "rate_mbps=24,delay_ms=10"]

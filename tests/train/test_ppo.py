@@ -138,7 +138,7 @@ def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
     expected = LstmPolicy.load(dagger_run / "policy.pt").state_dict()
 
     # One env runner as a Ray actor: the weights must reach it too, not only the learner.
-    config = ppo_config(run={"workers": 1}, ppo={"init_from": str(dagger_run)})
+    config = ppo_config(run={"workers": 1}, model={"init_from": str(dagger_run)})
     algo = ppo.algorithm_config(config, env_config(config, [link_from_spec(TINY_LINK)])).build_algo()
     try:
         learner = ppo._learner_call(algo, lambda lr: ppo._module(lr).policy.state_dict())
@@ -156,7 +156,7 @@ def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
 
 def test_warm_start_refuses_a_policy_of_another_size(tmp_path: Path) -> None:
     LstmPolicy(hidden_size=8).save(tmp_path / "policy.pt")
-    config = ppo_config(ppo={"init_from": str(tmp_path)})
+    config = ppo_config(model={"init_from": str(tmp_path)})
     with pytest.raises(Exception, match="hidden_size 8"):
         ppo.init_policy(config)
 
@@ -181,12 +181,12 @@ def test_sample_seeds_differ_by_runner_and_iteration() -> None:
 
 def test_cli_refuses_a_missing_init_from_before_making_the_run_folder(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    config = ppo_config(ppo={"init_from": str(tmp_path / "runs" / "nope")})
+    config = ppo_config(model={"init_from": str(tmp_path / "runs" / "nope")})
     path = tmp_path / "ppo.toml"
     path.write_text(to_toml(config))
     out = tmp_path / "out"
     assert main(["train", str(path), "--out", str(out)]) == 2
-    assert "[ppo] init_from" in capsys.readouterr().err and not out.exists()
+    assert "[model] init_from" in capsys.readouterr().err and not out.exists()
 
 
 @pytest.mark.parametrize("head", ["log_change", "classes"])
@@ -239,6 +239,6 @@ def test_far_actions_keep_a_probability_so_the_kl_stays_finite() -> None:
 
 def test_warm_start_refuses_a_policy_with_another_head(tmp_path: Path) -> None:
     LstmPolicy(hidden_size=16, head="log_change").save(tmp_path / "policy.pt")
-    config = ppo_config(ppo={"init_from": str(tmp_path)})
+    config = ppo_config(model={"init_from": str(tmp_path)})
     with pytest.raises(Exception, match="has the log_change head"):
         ppo.init_policy(config)

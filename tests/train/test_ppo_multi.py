@@ -112,7 +112,7 @@ def test_warm_start_puts_the_policy_in_every_copy_of_the_module(tmp_path: Path) 
     start = LstmPolicy(hidden_size=16)  # what a DAgger run's policy.pt holds
     start.save(tmp_path / "policy.pt")
     expected = start.state_dict()
-    config = multi_config(run={"workers": 1}, ppo={"init_from": str(tmp_path)})
+    config = multi_config(run={"workers": 1}, model={"init_from": str(tmp_path)})
     algo = multi_algorithm_config(config, env_config(config, [link_from_spec(LINK)])).build_algo()
     try:
         learner = ppo._learner_call(
