@@ -14,7 +14,7 @@ import torch
 
 from ccgym.cli import main
 from ccgym.emulators import _core
-from ccgym.emulators.links import link_from_spec
+from ccgym.emulators.link_names import link_from_spec
 from ccgym.envs.engine import Engine
 from ccgym.errors import UserError
 from ccgym.policies import packaged_policies
