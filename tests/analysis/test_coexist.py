@@ -179,9 +179,12 @@ def test_a_link_set_gives_each_link_its_own_start_and_flags_override_it(tmp_path
     ('competitors = ["cubic"]\ninterval_s = -1\n', "interval_s must be a number of seconds"),
     ('competitors = ["cubic"]\ninterval_s = "5"\n', "interval_s must be a number of seconds"),
     ('first = "scheme"\n', "this link has no competitors"),
+    ('competitors = ["nosuch"]\n', "link shared (#1): competitors: unknown scheme 'nosuch'"),
+    ('competitors = "cubic"\n', "link shared (#1): competitors must be a list of scheme names"),
+    ('competitors = ["external"]\n', "competitors: 'external' is not a classic scheme"),
 ])
-def test_a_bad_start_in_a_link_set_is_one_line(tmp_path: Path, capsys, keys: str,
-                                               message: str) -> None:
+def test_a_bad_start_or_competitor_in_a_link_set_is_one_line(tmp_path: Path, capsys, keys: str,
+                                                             message: str) -> None:
     path = tmp_path / "set.toml"
     path.write_text(f'group = "g"\n[[link]]\nname = "shared"\nrate_mbps = 12\ndelay_ms = 20\n'
                     f"{keys}")
@@ -191,24 +194,6 @@ def test_a_bad_start_in_a_link_set_is_one_line(tmp_path: Path, capsys, keys: str
     err = capsys.readouterr().err
     assert message in err and f"{path}: link shared (#1)" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
-
-
-@pytest.mark.parametrize("competitors, message", [
-    ('["nosuch"]', "link shared (#1): competitors: unknown scheme 'nosuch'"),
-    ('"cubic"', "link shared (#1): competitors must be a list of scheme names"),
-    ('["external"]', "competitors: 'external' is not a classic scheme"),
-])
-def test_a_bad_competitor_in_a_link_set_is_one_line(tmp_path: Path, capsys, competitors: str,
-                                                     message: str) -> None:
-    path = tmp_path / "set.toml"
-    path.write_text(f'group = "g"\n[[link]]\nname = "shared"\nrate_mbps = 12\ndelay_ms = 20\n'
-                    f"competitors = {competitors}\n")
-    out = tmp_path / "rows.json"
-    assert main(["eval", "--links", str(path), "--schemes", "cubic", "--no-progress",
-                 "--json", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert message in err and str(path) in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
 
 
 @pytest.mark.parametrize("args, message", [
