@@ -656,8 +656,9 @@ PolicyRunner::PolicyRunner(std::string_view model, const std::string& path, int 
   }
   // A model exported by ccgym says which observation it was trained on; one from elsewhere
   // is taken on its shapes alone.
-  for (const auto& [key, value] : shapes.metadata) {
-    if (key != "observation_version") continue;
+  for (const auto& entry : shapes.metadata) {
+    if (entry.first != "observation_version") continue;
+    const std::string& value = entry.second;  // clang before 16 cannot capture a binding
     const auto known = std::find_if(
         kObservationVersions.begin(), kObservationVersions.end(),
         [&value](int version) { return value == std::to_string(version); });

@@ -651,26 +651,30 @@ TEST(SchemeBbr, HostStallsKeepAQueueUpToTheWindow) {
   EXPECT_LT(stalled, 40 + 100);
 }
 
+// The scheme's mean window over [from_ms, to_ms) on the fake path, sampled every step_ms.
+double mean_window(const std::string& scheme, const FakeLinkConfig& link, double from_ms,
+                   double to_ms, double step_ms) {
+  auto cc = make_controller(scheme);
+  FakePath path(*cc, link);
+  double sum = 0;
+  int n = 0;
+  for (double t = from_ms; t < to_ms; t += step_ms) {
+    path.run_until(t);
+    sum += cc->window_size();
+    ++n;
+  }
+  EXPECT_EQ(path.invalid_outputs(), 0u);
+  return sum / n;
+}
+
 // Linux's loss recovery: a loss takes the window down to what is in flight for a round
 // (packet conservation); without it a loss leaves bbr's window at its model's target.
 TEST(SchemeBbr, ALossHoldsTheWindowToWhatIsInFlightForARound) {
   FakeLinkConfig link;
   link.queue_packets = 10;  // a quarter of a BDP: bbr's probes overflow it
-  auto mean_window = [&](const std::string& scheme) {
-    auto cc = make_controller(scheme);
-    FakePath path(*cc, link);
-    double sum = 0;
-    int n = 0;
-    for (double t = 3000; t < 9500; t += 1) {  // before PROBE_RTT's window of 4 at 10 s
-      path.run_until(t);
-      sum += cc->window_size();
-      ++n;
-    }
-    EXPECT_EQ(path.invalid_outputs(), 0u);
-    return sum / n;
-  };
-  const double with_recovery = mean_window("bbr");
-  const double without = mean_window("bbr:recovery=0");
+  // From 3 s to before PROBE_RTT's window of 4 at 10 s.
+  const double with_recovery = mean_window("bbr", link, 3000, 9500, 1);
+  const double without = mean_window("bbr:recovery=0", link, 3000, 9500, 1);
   EXPECT_LT(with_recovery, without - 5);
 }
 
@@ -717,21 +721,8 @@ TEST(SchemeBbr, ReachesNinetyPercentOfAShallowBufferedLink) {
 TEST(SchemeBbr, AggregatedAcksWidenTheWindowByAboutABurst) {
   FakeLinkConfig link;
   link.ack_batch_ms = 20;  // 20 packets per burst at 1 packet per ms
-  auto mean_window = [&](const std::string& scheme) {
-    auto cc = make_controller(scheme);
-    FakePath path(*cc, link);
-    double sum = 0;
-    int n = 0;
-    for (double t = 10000; t < 20000; t += 7) {
-      path.run_until(t);
-      sum += cc->window_size();
-      ++n;
-    }
-    EXPECT_EQ(path.invalid_outputs(), 0u);
-    return sum / n;
-  };
-  const double with_headroom = mean_window("bbr");
-  const double without = mean_window("bbr:extra_acked_gain=0");
+  const double with_headroom = mean_window("bbr", link, 10000, 20000, 7);
+  const double without = mean_window("bbr:extra_acked_gain=0", link, 10000, 20000, 7);
   EXPECT_GT(with_headroom, without + 10);
   EXPECT_LT(with_headroom, without + 45);
 }
