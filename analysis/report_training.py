@@ -26,6 +26,10 @@ AGREEMENT_TAGS = {"dagger/expert_agreement": "held-out steps",
                   "dagger/rollout_agreement": "the policy's own rollouts"}
 SCORE_TAG = "eval/score"
 SCORE_LABEL = "validation links (mean)"
+# train/share_validation.py's scalars: the share beside each competitor (mean over its links)
+# and the lowest of them, which [eval] share_floor holds the chosen policy to.
+SHARE_PREFIX = "eval/shares/beside_"
+LOWEST_SHARE_TAG = "eval/shares/lowest"
 REFERENCE_TAGS = {"eval/oracle_score": "oracle", "eval/best_baseline_score": "best baseline"}
 GROUP_SCORE_SUFFIX = "/score"
 TRAIN_GROUP_NAMES = ("train", "training")
@@ -70,12 +74,28 @@ def _group_score_tags(run: TrainingRun) -> list[str]:
                   if t.startswith("eval/") and t.endswith(GROUP_SCORE_SUFFIX) and t != SCORE_TAG)
 
 
+def share_floor(run: TrainingRun) -> float:
+    """The run's [eval] share_floor: 0 when it chose its policy by score alone."""
+    return float(run.config.get("eval", {}).get("share_floor", 0.0) or 0.0)
+
+
 def best(run: TrainingRun) -> tuple[int | None, float | None]:
+    """The iteration whose policy the run kept, and its validation score: the highest score,
+    or with a share floor, as training chooses (train/early_stopping.py): first the lowest
+    share capped at the floor, then the score."""
+    from ccgym.train.share_validation import held_share
+
     steps, values = run.scalars.get(SCORE_TAG, ([], []))
-    finite = [(v, s) for s, v in zip(steps, values) if math.isfinite(v)]
+    floor = share_floor(run)
+    lowest = dict(zip(*run.scalars.get(LOWEST_SHARE_TAG, ([], []))))
+
+    def held(step: int) -> float:
+        return held_share({"shares/lowest": lowest[step]} if step in lowest else {}, floor)
+
+    finite = [((held(s), v), s) for s, v in zip(steps, values) if math.isfinite(v)]
     if not finite:
         return None, None
-    value, step = max(finite)
+    (_, value), step = max(finite)
     return step, value
 
 
@@ -86,9 +106,13 @@ def training_section(run: TrainingRun, figures: Figures) -> Section:
     parts = []
     step, best_score = best(run)
     summary = f"<p>Training run <b>{e(name)}</b>: "
+    floor = share_floor(run)
     if best_score is not None:
-        parts.append(f"<p>Best validation score <b>{best_score:.3f}</b> at iteration {step}.</p>")
-        summary += f"best validation score <b>{best_score:.3f}</b> at iteration {step}.</p>"
+        kept = (f"policy kept at iteration {step} (validation score <b>{best_score:.3f}</b>; "
+                f"chosen first by its lowest share up to {floor:g}, then by score)" if floor
+                else f"best validation score <b>{best_score:.3f}</b> at iteration {step}")
+        parts.append(f"<p>{kept[0].upper()}{kept[1:]}.</p>")
+        summary += f"{kept}.</p>"
     else:
         summary += "no validation score logged yet.</p>"
     if not run.scalars:
@@ -101,6 +125,12 @@ def training_section(run: TrainingRun, figures: Figures) -> Section:
          {label: run.scalars[tag][1][-1] for tag, label in REFERENCE_TAGS.items()
           if tag in run.scalars and run.scalars[tag][1]},
          "mean score on the validation links, against the oracle's and the best baseline's"),
+        ("share of the link", {f"beside {tag.removeprefix(SHARE_PREFIX)}": run.scalars[tag]
+                               for tag in sorted(run.scalars)
+                               if tag.startswith(SHARE_PREFIX) and tag.count("/") == 2},
+         {"share floor": floor} if floor else {},
+         "the policy's share beside each competitor of [eval] share_against (mean over its "
+         "links; the competitor first, the policy later)"),
     ]
     for what, series, lines, caption in curves:
         if series:
@@ -153,7 +183,7 @@ def comparison_section(runs: Sequence[TrainingRun], figures: Figures) -> Section
     flats = [_flat(r.config) for r in runs]
     keys = sorted({k for f in flats for k in f})
     differing = [k for k in keys if len({json.dumps(f.get(k)) for f in flats}) > 1]
-    header = ["run", "best validation score", "at iteration", "iterations logged"] + differing
+    header = ["run", "validation score (kept policy)", "at iteration", "iterations logged"] + differing
     rows = []
     for run, flat in zip(runs, flats):
         step, best_score = best(run)
