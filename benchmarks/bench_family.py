@@ -54,7 +54,9 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def main() -> int:
+def parse_args() -> tuple[argparse.Namespace, list[str], list[str], list[int]]:
+    """The arguments, the policies, the baselines and the run seeds; a bad scheme is one
+    line (argparse's error, exit 2) before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policies", required=True,
                         help="comma-separated schemes to judge, e.g. lstm:generalist,lstm:runs/a")
@@ -77,8 +79,28 @@ def main() -> int:
         validate_schemes([*policies, *baselines])
     except UserError as e:
         parser.error(str(e))
-    seeds = [int(s) for s in args.run_seeds.split(",")]
+    return args, policies, baselines, [int(s) for s in args.run_seeds.split(",")]
 
+
+def score_family(links: list, durations_ms: list[float], schemes: list[str],
+                 seeds: list[int]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each scheme's mean score on each link (in the links' order), and its seconds in all."""
+    scores: dict[str, list[float]] = {scheme: [] for scheme in schemes}
+    scheme_seconds = dict.fromkeys(schemes, 0.0)
+    with tqdm(total=len(links) * len(schemes), desc="family", unit="scheme-link",
+              file=sys.stderr) as bar:
+        for link, duration_ms in zip(links, durations_ms):
+            for scheme in schemes:
+                bar.set_postfix_str(f"{link.name}: {scheme}", refresh=False)
+                scheme_start = time.monotonic()
+                scores[scheme].append(mean_score(link, scheme, seeds, duration_ms))
+                scheme_seconds[scheme] += time.monotonic() - scheme_start
+                bar.update()
+    return scores, scheme_seconds
+
+
+def main() -> int:
+    args, policies, baselines, seeds = parse_args()
     space = load_space(find_space(args.space))
     tables = sample_tables(space, args.count, args.family_seed)
     links = build_links(space.path, SAMPLE_GROUP, tables)
@@ -90,17 +112,7 @@ def main() -> int:
             sample_link_set(space, args.count, args.family_seed, args.family_out))
 
     load_before, start = load(), time.monotonic()
-    scores: dict[str, list[float]] = {scheme: [] for scheme in [*baselines, *policies]}
-    scheme_seconds = dict.fromkeys(scores, 0.0)
-    with tqdm(total=len(links) * len(scores), desc="family", unit="scheme-link",
-              file=sys.stderr) as bar:
-        for link, duration_ms in zip(links, durations_ms):
-            for scheme in scores:
-                bar.set_postfix_str(f"{link.name}: {scheme}", refresh=False)
-                scheme_start = time.monotonic()
-                scores[scheme].append(mean_score(link, scheme, seeds, duration_ms))
-                scheme_seconds[scheme] += time.monotonic() - scheme_start
-                bar.update()
+    scores, scheme_seconds = score_family(links, durations_ms, [*baselines, *policies], seeds)
     seconds = time.monotonic() - start
 
     results = {}
@@ -120,7 +132,6 @@ def main() -> int:
         "load_before": load_before, "load_after": load(),
     }, indent=2))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
