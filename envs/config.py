@@ -43,6 +43,11 @@ class LinkProfile:
     ideal: IdealWindow | None  # the oracle's window; None: resolved without it (no expert)
 
 
+# What an observation version may be: one the C++ features compute (features.hh).
+OBSERVATION_VERSIONS = rule(lambda v: v in _core.OBS_DIMS,
+                            f"must be one of {', '.join(map(str, _core.OBS_DIMS))}")
+
+
 def _link_entries(value: Any) -> bool:
     if isinstance(value, str):
         return bool(value.strip())
@@ -84,7 +89,7 @@ class EnvConfig:
         _core.OBSERVATION_VERSION, "What the learned flows observe (policies/cpp/features.hh, "
         "OBS_DIMS' keys): 4, or 6 with the readings that tell a competitor's standing queue from "
         "the flow's own ([model] observation_version).",
-        rule(lambda v: v in _core.OBS_DIMS, f"must be one of {', '.join(map(str, _core.OBS_DIMS))}"))
+        OBSERVATION_VERSIONS)
     competitors: list[str] = described(
         [NONE], 'What shares the link with the learned flow in an episode: one entry drawn '
         'uniformly per episode (envs/competitors.py). "none": the flow alone; a classic '

@@ -16,9 +16,9 @@ from typing import Any, get_type_hints
 
 from ccgym.config_fields import (NON_NEGATIVE, POSITIVE, PROBABILITY, SHARES, described,
                                  is_count, is_number, rule, same_field)
-from ccgym.emulators._core import OBS_DIMS, OBSERVATION_VERSION, STEP_MS
+from ccgym.emulators._core import OBSERVATION_VERSION, STEP_MS
 from ccgym.envs.competitors import entries_problem, parse_entry
-from ccgym.envs.config import EnvConfig
+from ccgym.envs.config import OBSERVATION_VERSIONS, EnvConfig
 from ccgym.flags import MAX_DURATION_S, MAX_RUNS, MAX_SEED
 from ccgym.measure.metrics import SHARE_RAMP_MS
 from ccgym.oracle.ideal import LOOKBACKS
@@ -57,7 +57,6 @@ LIST_OF_STRINGS = rule(lambda v: isinstance(v, list) and len(v) > 0
                        and all(isinstance(e, str) and e.strip() for e in v),
                        "must be a non-empty list of non-empty strings")
 HEAD = rule(lambda v: v in HEADS, f"must be one of {', '.join(HEADS)}")
-OBSERVATION = rule(lambda v: v in OBS_DIMS, f"must be one of {', '.join(map(str, OBS_DIMS))}")
 
 
 @dataclass
@@ -189,7 +188,7 @@ class ModelSection:
     observation_version: int = described(OBSERVATION_VERSION, "What the policy observes "
                                          "(policies/cpp/features.hh): 4, or 6, which adds "
                                          "readings that tell a competitor's standing queue from "
-                                         "the flow's own. DAgger only.", OBSERVATION)
+                                         "the flow's own. DAgger only.", OBSERVATION_VERSIONS)
     init_from: str = described("", "A policy whose weights the run starts from (of this "
                                "hidden_size and head): a packaged policy's name (generalist), "
                                "a run folder (its best policy.pt) or a policy file, relative to "
