@@ -9,25 +9,38 @@ LINK (`ccgym links list SET`; a recorded one needs $CCGYM_DATA), flow i starting
 after the first (default 0: together). The figure of a pair is SECOND's share of the bytes
 delivered while both send, after a 5 s ramp (measure.metrics.overlap_shares, as `ccgym eval
 --against` and `ccgym run --against kernel:...` give it); of three flows or more, Jain's index
-of those shares. Per case and clock: the shares, their mean,
-standard deviation (population) and min/max; the difference of the means (simulated minus
-kernel). Each real run gives its one-minute load average (real time suffers on a loaded
-machine) and when its second flow did start (ms after the first). The simulated links have
-the simulator's shared-link ACK timing noise (two packet times, simulator.hh); --sim-keys
-adds spec keys there only (ack_jitter_ms=0: the noiseless link). One JSON object to stdout,
-a table to stderr.
+of those shares. Per case and part: the figures, their mean, standard deviation
+(population) and min/max. Each real run gives its one-minute load average (real time suffers
+on a loaded machine) and when its last flow did start (ms after the first). The simulated links have
+the simulator's shared-link ACK timing noise (simulator.hh); --sim-keys adds spec keys there
+only (ack_jitter_ms=0: the noiseless link).
+
+A third part, relay (asked for with --only, e.g. --only sim,relay), runs ccgym's own schemes
+in real time through the UDP relay (`ccgym run --scheme A --against B`, flows together only):
+the same senders as the simulator's over the same link core on the wall clock, with the
+host's timing instead of the simulator's modelled noise. Between them a difference lies in
+the link's time; between the relay and the kernel, in the schemes or the kernel.
+
+Per pair of parts (sim-kernel, sim-relay, relay-kernel): the difference of the means; the
+spreads as the ratio of the standard deviations and the two-sample Kolmogorov-Smirnov
+statistic (the largest gap between the two empirical distributions), with its permutation
+p-value (every split of the pooled figures where there are few; a small p: the two sets
+are unlikely to come from one distribution). One JSON object to stdout, a table to stderr.
 
   python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,A+B+C@verizon-lte-short,...]
-      [--seeds 5] [--runs 5]
-      [--duration-s 30] [--only sim|kernel] [--sim-keys ack_jitter_ms=0]
+      [--seeds 5] [--runs 5] [--duration-s 30] [--only sim,kernel,relay]
+      [--sim-keys ack_jitter_ms=0]
 
-The kernel half needs root (the link shell) and real time: runs x cases x duration.
+The kernel part needs root (the link shell); it and the relay take real time: runs x cases x
+duration each.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import sys
 import tempfile
@@ -43,7 +56,11 @@ from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 from ccgym.measure.metrics import jain_index, overlap_shares
 
-PARTS = ("sim", "kernel")
+# In the order of the comparisons: sim-relay, sim-kernel, relay-kernel.
+PARTS = ("sim", "relay", "kernel")
+DEFAULT_PARTS = ("sim", "kernel")
+# Beyond this many splits of the pooled figures, the KS permutation p-value draws this many.
+KS_SPLITS = 5000
 PACKET_BYTES = 1500
 # The issue's pairs: cubic beside cubic and beside bbr on 1 and 4 BDPs, the slower and
 # the shallower path, a staggered start.
@@ -140,25 +157,88 @@ def simulated(case: Case, seeds: list[int], duration_s: float, extra_keys: str) 
     return spread([figure(run.log, duration_ms, len(case.schemes)) for run in runs])
 
 
-def kernel(case: Case, runs: int, duration_s: float, seed: int) -> dict[str, Any]:
-    """The kernel's flows through the link shell `runs` times (as `ccgym run --scheme kernel:A
-    --against kernel:B` runs a pair): the case's figure per run, with the load."""
-    from ccgym.deploy.shell import run_in_shell
+def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest gap between the empirical distribution functions of a and b."""
+    pooled = np.concatenate([a, b])
+    cdf_a = np.searchsorted(np.sort(a), pooled, side="right") / len(a)
+    cdf_b = np.searchsorted(np.sort(b), pooled, side="right") / len(b)
+    return float(np.max(np.abs(cdf_a - cdf_b)))
 
+
+def compare(a: list[float], b: list[float]) -> dict[str, float]:
+    """Two sets of a case's figures: the difference of the means (a minus b), the ratio of the
+    standard deviations (a over b), the KS statistic and its permutation p-value (the share of
+    splits of the pooled figures into sets of these sizes whose statistic is at least as
+    large; every split where there are at most KS_SPLITS, else that many drawn, seeded)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    observed = ks_statistic(x, y)
+    pooled = np.concatenate([x, y])
+    if math.comb(len(pooled), len(x)) <= KS_SPLITS:
+        splits = [list(c) for c in itertools.combinations(range(len(pooled)), len(x))]
+    else:
+        rng = np.random.default_rng(1)
+        splits = [rng.permutation(len(pooled))[:len(x)] for _ in range(KS_SPLITS)]
+    at_least = 0
+    for chosen in splits:
+        mask = np.zeros(len(pooled), dtype=bool)
+        mask[chosen] = True
+        at_least += ks_statistic(pooled[mask], pooled[~mask]) >= observed - 1e-12
+    std_a, std_b = float(x.std()), float(y.std())
+    return {"difference": float(x.mean() - y.mean()),
+            "std_ratio": std_a / std_b if std_b > 0 else (1.0 if std_a == 0 else math.inf),
+            "ks": observed, "ks_p": at_least / len(splits)}
+
+
+def real_runs(case: Case, runs: int, run_once: Any) -> dict[str, Any]:
+    """run_once(seed, folder) -> a real run of the case's flows, `runs` times: the case's
+    figure per run, with the load and where the last flow did start."""
     shares, loads, starts = [], [], []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
-            # The kernel's scheme of that name, with its own settings (cubic:hystart=1 is
-            # kernel:cubic, whose HyStart is on).
-            real = run_in_shell(case.link().spec,
-                                [f"kernel:{kernel_name(s)}" for s in case.schemes],
-                                duration_s, seed + i, Path(tmp), interval_s=case.stagger_s)
+            real = run_once(1 + i, Path(tmp))
         shares.append(figure(real.log, real.duration_ms, len(case.schemes)))
         loads.append(round(os.getloadavg()[0], 2))
-        # Where the second flow did start (a process launched on a busy machine starts late):
+        # Where the last flow did start (a process launched on a busy machine starts late):
         # on deep buffers a head start of a few hundred ms shifts the split.
         starts.append(round(flow_starts_ms(real.log.columns())[-1], 1))
     return {**spread(shares), "load_average_1min": loads, "second_start_ms": starts}
+
+
+def kernel(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
+    """The kernel's flows through the link shell `runs` times (as `ccgym run --scheme kernel:A
+    --against kernel:B` runs a pair)."""
+    from ccgym.deploy.shell import run_in_shell
+
+    # The kernel's scheme of that name, with its own settings (cubic:hystart=1 is
+    # kernel:cubic, whose HyStart is on).
+    names = [f"kernel:{kernel_name(s)}" for s in case.schemes]
+    return real_runs(case, runs, lambda seed, tmp: run_in_shell(
+        case.link().spec, names, duration_s, seed, tmp, interval_s=case.stagger_s))
+
+
+def relay(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
+    """ccgym's senders through the real-time relay `runs` times, started together (as `ccgym
+    run --scheme A --against B` runs a pair), on the case's link as given (no --sim-keys):
+    the relay's forwarding lateness per run beside the figures."""
+    from ccgym.deploy.harness import run_emulated
+
+    late: list[float] = []
+
+    def once(seed: int, tmp: Path) -> Any:
+        real = run_emulated(case.link().spec, list(case.schemes), duration_s, seed, tmp)
+        late.append(round(real.relay_late_ms, 3))
+        return real
+
+    return {**real_runs(case, runs, once), "relay_late_ms": late}
+
+
+def parse_parts(text: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in PARTS]
+    if not parts or unknown:
+        raise UserError(f"--only {text!r}: expected a comma-separated list of "
+                        f"{', '.join(PARTS)}")
+    return [p for p in PARTS if p in parts]
 
 
 def main() -> None:
@@ -168,26 +248,33 @@ def main() -> None:
                         help="comma-separated FIRST+SECOND[+...]@RATE/DELAY/BDPS[/STAGGER] or "
                              "...@LINK[/STAGGER]")
     parser.add_argument("--seeds", type=int, default=5, help="simulated seeds 1..N")
-    parser.add_argument("--runs", type=int, default=3, help="kernel runs per case")
+    parser.add_argument("--runs", type=int, default=3, help="real runs per case and part")
     parser.add_argument("--duration-s", type=float, default=30.0)
-    parser.add_argument("--only", choices=PARTS, help="one half only")
+    parser.add_argument("--only", default=",".join(DEFAULT_PARTS),
+                        help=f"the parts to run, of {', '.join(PARTS)} "
+                             f"(default {','.join(DEFAULT_PARTS)})")
     parser.add_argument("--sim-keys", default="",
                         help="link spec keys added in the simulator only, e.g. ack_jitter_ms=0")
     args = parser.parse_args()
     if args.seeds < 1 or args.runs < 1 or args.duration_s <= 5:
         parser.error("--seeds and --runs must be >= 1 and --duration-s > 5 (the ramp)")
+    parts = parse_parts(args.only)
     cases = [parse_case(c.strip()) for c in args.cases.split(",") if c.strip()]
     if not cases:
         parser.error("--cases: no case")
     if args.sim_keys:
         cases[0].link(args.sim_keys)  # a bad key fails now, before any run
-    parts = [args.only] if args.only else list(PARTS)
+    if "relay" in parts:
+        staggered = [c.name for c in cases if c.stagger_s > 0]
+        if staggered:
+            raise UserError(f"the relay part starts its flows together: {staggered[0]} has "
+                            "a stagger")
     if "kernel" in parts:
         from ccgym.deploy.shell import unavailable_reason
 
         reason = unavailable_reason()
         if reason:
-            raise UserError(f"the kernel half: {reason} (--only sim runs without it)")
+            raise UserError(f"the kernel part: {reason} (--only sim,relay runs without it)")
     rows = []
     for case in cases:
         row: dict[str, Any] = {"case": case.name, "link": case.link().spec,
@@ -195,18 +282,21 @@ def main() -> None:
         if "sim" in parts:
             row["sim"] = simulated(case, list(range(1, args.seeds + 1)), args.duration_s,
                                    args.sim_keys)
+        if "relay" in parts:
+            row["relay"] = relay(case, args.runs, args.duration_s)
         if "kernel" in parts:
-            row["kernel"] = kernel(case, args.runs, args.duration_s, seed=1)
-        if "sim" in row and "kernel" in row:
-            row["difference"] = row["sim"]["mean"] - row["kernel"]["mean"]
+            row["kernel"] = kernel(case, args.runs, args.duration_s)
+        row["compared"] = {f"{a}-{b}": compare(row[a]["values"], row[b]["values"])
+                           for a, b in itertools.combinations(parts, 2)}
         rows.append(row)
         print("  ".join([f"{case.name:<30}"] + [
             f"{p} {row[p]['mean']:.3f} ±{row[p]['std']:.3f} [{row[p]['min']:.2f},"
-            f"{row[p]['max']:.2f}]" for p in parts]
-            + ([f"diff {row['difference']:+.3f}"] if "difference" in row else [])),
+            f"{row[p]['max']:.2f}]" for p in parts] + [
+            f"{pair} {c['difference']:+.3f} std x{c['std_ratio']:.2f} KS {c['ks']:.2f} "
+            f"(p {c['ks_p']:.2f})" for pair, c in row["compared"].items()]),
             file=sys.stderr)
     print(json.dumps({"duration_s": args.duration_s, "seeds": args.seeds,
-                      "runs": args.runs if "kernel" in parts else 0,
+                      "runs": args.runs if set(parts) - {"sim"} else 0, "parts": parts,
                       "sim_keys": args.sim_keys, "cases": rows}, indent=2))
 
 
