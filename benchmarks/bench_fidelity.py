@@ -11,28 +11,29 @@ delivered while both send, after a 5 s ramp (measure.metrics.overlap_shares, as 
 --against` and `ccgym run --against kernel:...` give it); of three flows or more, Jain's index
 of those shares. Per case and part: the figures, their mean, standard deviation
 (population) and min/max. Each real run gives its one-minute load average (real time suffers
-on a loaded machine) and when its last flow did start (ms after the first). The simulated links have
-the simulator's shared-link ACK timing noise (simulator.hh); --sim-keys adds spec keys there
-only (ack_jitter_ms=0: the noiseless link).
+on a loaded machine) and when its last flow did start (ms after the first). The simulated
+links have the simulator's shared-link ACK timing noise (simulator.hh); --sim-keys adds spec
+keys there only (ack_jitter_ms=0: the noiseless link).
 
-A third part, relay (asked for with --only, e.g. --only sim,relay), runs ccgym's own schemes
-in real time through the UDP relay (`ccgym run --scheme A --against B`, flows together only):
-the same senders as the simulator's over the same link core on the wall clock, with the
-host's timing instead of the simulator's modelled noise. Between them a difference lies in
-the link's time; between the relay and the kernel, in the schemes or the kernel.
+Two more parts run ccgym's own schemes in real time, asked for with --only (e.g. --only
+sim,relay,shell,kernel): relay, through the UDP relay (`ccgym run --scheme A --against B`;
+flows together only), and shell, through the link shell as the kernel's flows go. They are
+the simulator's senders over the same link core on the wall clock, with the host's timing
+instead of the simulator's modelled noise: between sim and them a difference lies in virtual
+against real time (the link's or the sender's clock); between shell and kernel, in the schemes.
 
-Per pair of parts (sim-kernel, sim-relay, relay-kernel): the difference of the means; the
+Per pair of parts (sim-relay, sim-kernel, ..., shell-kernel): the difference of the means; the
 spreads as the ratio of the standard deviations and the two-sample Kolmogorov-Smirnov
 statistic (the largest gap between the two empirical distributions), with its permutation
 p-value (every split of the pooled figures where there are few; a small p: the two sets
 are unlikely to come from one distribution). One JSON object to stdout, a table to stderr.
 
   python benchmarks/bench_fidelity.py [--cases A+B@24/20/1,A+B+C@verizon-lte-short,...]
-      [--seeds 5] [--runs 5] [--duration-s 30] [--only sim,kernel,relay]
+      [--seeds 5] [--runs 5] [--duration-s 30] [--only sim,relay,shell,kernel]
       [--sim-keys ack_jitter_ms=0]
 
-The kernel part needs root (the link shell); it and the relay take real time: runs x cases x
-duration each.
+The shell and kernel parts need root (the link shell); they and the relay take real time:
+runs x cases x duration each.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ from ccgym.emulators.links import Link
 from ccgym.errors import UserError
 from ccgym.measure.metrics import jain_index, overlap_shares
 
-# In the order of the comparisons: sim-relay, sim-kernel, relay-kernel.
-PARTS = ("sim", "relay", "kernel")
+# In the order of the comparisons: sim-relay, sim-shell, ..., shell-kernel.
+PARTS = ("sim", "relay", "shell", "kernel")
 DEFAULT_PARTS = ("sim", "kernel")
 # Beyond this many splits of the pooled figures, the KS permutation p-value draws this many.
 KS_SPLITS = 5000
@@ -232,6 +233,35 @@ def relay(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
     return {**real_runs(case, runs, once), "relay_late_ms": late}
 
 
+def shell(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
+    """ccgym's senders through the link shell `runs` times, as the kernel's flows go (`ccgym
+    run --scheme A --against kernel:B` takes that path for its ccgym flow): the same
+    emulated link, the kernel's sockets and TUN devices on the way, ccgym's schemes."""
+    from ccgym.deploy.shell import run_in_shell
+
+    return real_runs(case, runs, lambda seed, tmp: run_in_shell(
+        case.link().spec, list(case.schemes), duration_s, seed, tmp,
+        interval_s=case.stagger_s))
+
+
+def measure_case(case: Case, parts: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The case's figures in each part, compared pair by pair; a line of them to stderr."""
+    row: dict[str, Any] = {"case": case.name, "link": case.link().spec, "figure": case.figure}
+    real = {"relay": relay, "shell": shell, "kernel": kernel}
+    for part in parts:
+        row[part] = (simulated(case, list(range(1, args.seeds + 1)), args.duration_s,
+                               args.sim_keys) if part == "sim"
+                     else real[part](case, args.runs, args.duration_s))
+    row["compared"] = {f"{a}-{b}": compare(row[a]["values"], row[b]["values"])
+                       for a, b in itertools.combinations(parts, 2)}
+    print("  ".join([f"{case.name:<30}"] + [
+        f"{p} {row[p]['mean']:.3f} ±{row[p]['std']:.3f} [{row[p]['min']:.2f},"
+        f"{row[p]['max']:.2f}]" for p in parts] + [
+        f"{pair} {c['difference']:+.3f} std x{c['std_ratio']:.2f} KS {c['ks']:.2f} "
+        f"(p {c['ks_p']:.2f})" for pair, c in row["compared"].items()]), file=sys.stderr)
+    return row
+
+
 def parse_parts(text: str) -> list[str]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
@@ -269,32 +299,14 @@ def main() -> None:
         if staggered:
             raise UserError(f"the relay part starts its flows together: {staggered[0]} has "
                             "a stagger")
-    if "kernel" in parts:
+    if {"shell", "kernel"} & set(parts):
         from ccgym.deploy.shell import unavailable_reason
 
         reason = unavailable_reason()
         if reason:
-            raise UserError(f"the kernel part: {reason} (--only sim,relay runs without it)")
-    rows = []
-    for case in cases:
-        row: dict[str, Any] = {"case": case.name, "link": case.link().spec,
-                               "figure": case.figure}
-        if "sim" in parts:
-            row["sim"] = simulated(case, list(range(1, args.seeds + 1)), args.duration_s,
-                                   args.sim_keys)
-        if "relay" in parts:
-            row["relay"] = relay(case, args.runs, args.duration_s)
-        if "kernel" in parts:
-            row["kernel"] = kernel(case, args.runs, args.duration_s)
-        row["compared"] = {f"{a}-{b}": compare(row[a]["values"], row[b]["values"])
-                           for a, b in itertools.combinations(parts, 2)}
-        rows.append(row)
-        print("  ".join([f"{case.name:<30}"] + [
-            f"{p} {row[p]['mean']:.3f} ±{row[p]['std']:.3f} [{row[p]['min']:.2f},"
-            f"{row[p]['max']:.2f}]" for p in parts] + [
-            f"{pair} {c['difference']:+.3f} std x{c['std_ratio']:.2f} KS {c['ks']:.2f} "
-            f"(p {c['ks_p']:.2f})" for pair, c in row["compared"].items()]),
-            file=sys.stderr)
+            raise UserError(f"the shell and kernel parts: {reason} (--only sim,relay runs "
+                            "without it)")
+    rows = [measure_case(case, parts, args) for case in cases]
     print(json.dumps({"duration_s": args.duration_s, "seeds": args.seeds,
                       "runs": args.runs if set(parts) - {"sim"} else 0, "parts": parts,
                       "sim_keys": args.sim_keys, "cases": rows}, indent=2))

@@ -1,6 +1,6 @@
 """Timing noise on shared links: the seed decides how two flows split a lossless constant
-link (as chance does for kernel TCP), the same seed gives the same run, and one flow alone
-keeps the noiseless link."""
+link (as chance does for kernel TCP), the same seed gives the same run, the split over seeds
+looks like kernel TCP's over runs, and one flow alone keeps the noiseless link."""
 
 import numpy as np
 import pytest
@@ -16,10 +16,11 @@ DURATION_MS = 12_000.0
 SEEDS = (1, 2, 3, 4)
 
 
-def second_share(link: str, seed: int) -> float:
-    sim = _core.Simulator(link, [("cubic", 0.0, -1.0), ("cubic", 0.0, -1.0)], seed)
-    sim.run_until(DURATION_MS)
-    return overlap_shares(sim.log(), DURATION_MS)[1]
+def second_share(link: str, seed: int, scheme: str = "cubic",
+                 duration_ms: float = DURATION_MS) -> float:
+    sim = _core.Simulator(link, [(scheme, 0.0, -1.0), (scheme, 0.0, -1.0)], seed)
+    sim.run_until(duration_ms)
+    return overlap_shares(sim.log(), duration_ms)[1]
 
 
 @pytest.mark.parametrize("link", [SHARED, SLOWER])
@@ -33,6 +34,19 @@ def test_without_noise_every_seed_splits_it_alike() -> None:
     # What the default's noise changes: ack_jitter_ms=0 is the noiseless link.
     shares = {second_share(SHARED + ",ack_jitter_ms=0", seed) for seed in SEEDS}
     assert len(shares) == 1, shares
+
+
+@pytest.mark.parametrize("scheme", ["cubic", "cubic:hystart=1"])
+def test_cubic_pairs_split_the_link_as_kernel_pairs_do(scheme: str) -> None:
+    # Kernel cubic beside kernel cubic on this link, 20 s, through the link shell: the second
+    # flow's share 0.43 +- 0.03 over 5 runs and 0.475 +- 0.086 over 6 (docs/results.md,
+    # benchmarks/bench_fidelity.py). Over 8 seeds the simulated split is to be as fair on
+    # average, and as chancy: neither the same every run nor anything from 0 to 1. The
+    # simulator alone runs here, so the load cannot move it.
+    shares = np.array([second_share(SHARED, seed, scheme, 20_000.0) for seed in range(1, 9)])
+    assert 0.38 <= shares.mean() <= 0.55, shares
+    assert 0.02 <= shares.std() <= 0.15, shares
+    assert shares.min() > 0.25 and shares.max() < 0.75, shares
 
 
 def test_one_flow_keeps_the_noiseless_link() -> None:
