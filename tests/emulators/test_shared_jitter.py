@@ -39,7 +39,7 @@ def test_without_noise_every_seed_splits_it_alike() -> None:
 @pytest.mark.parametrize("scheme", ["cubic", "cubic:hystart=1"])
 def test_cubic_pairs_split_the_link_as_kernel_pairs_do(scheme: str) -> None:
     # Kernel cubic beside kernel cubic on this link, 20 s, through the link shell: the second
-    # flow's share 0.43 +- 0.03 over 5 runs and 0.475 +- 0.086 over 6 (docs/results.md,
+    # flow's share 0.43 +- 0.03 over 5 runs and 0.486 +- 0.076 over 12 (docs/results.md,
     # benchmarks/bench_fidelity.py). Over 8 seeds the simulated split is to be as fair on
     # average, and as chancy: neither the same every run nor anything from 0 to 1. The
     # simulator alone runs here, so the load cannot move it.
