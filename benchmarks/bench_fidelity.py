@@ -11,9 +11,11 @@ delivered while both send, after a 5 s ramp (measure.metrics.overlap_shares, as 
 --against` and `ccgym run --against kernel:...` give it); of three flows or more, Jain's index
 of those shares. Per case and part: the figures, their mean, standard deviation
 (population) and min/max. Each real run gives its one-minute load average (real time suffers
-on a loaded machine) and when its last flow did start (ms after the first). The simulated
-links have the simulator's shared-link ACK timing noise (simulator.hh); --sim-keys adds spec
-keys there only (ack_jitter_ms=0: the noiseless link).
+on a loaded machine), when its last flow did start (ms after the first) and the longest time
+the link delivered nothing (a host stall: the emulating process or the senders held up; a
+packet time on a busy link where none did). The simulated links have the simulator's
+shared-link ACK timing noise (simulator.hh); --sim-keys adds spec keys there only
+(ack_jitter_ms=0: the noiseless link).
 
 Two more parts run ccgym's own schemes in real time, asked for with --only (e.g. --only
 sim,relay,shell,kernel): relay, through the UDP relay (`ccgym run --scheme A --against B`;
@@ -190,10 +192,21 @@ def compare(a: list[float], b: list[float]) -> dict[str, float]:
             "ks": observed, "ks_p": at_least / len(splits)}
 
 
+def longest_delivery_gap_ms(columns: dict[str, np.ndarray], duration_ms: float) -> float:
+    """The longest time without a packet delivered, from 1 s after the last flow's start to
+    the end: on a link the flows keep busy, the host held up (the link's process, or the
+    senders) for about that long."""
+    start = max(flow_starts_ms(columns)) + float(np.min(columns["send_ms"])) + 1000.0
+    arrivals = np.sort(columns["arrival_ms"][np.isfinite(columns["arrival_ms"])])
+    arrivals = arrivals[(arrivals >= start) & (arrivals <= duration_ms)]
+    return float(np.max(np.diff(arrivals))) if len(arrivals) > 1 else float("nan")
+
+
 def real_runs(case: Case, runs: int, run_once: Any) -> dict[str, Any]:
     """run_once(seed, folder) -> a real run of the case's flows, `runs` times: the case's
-    figure per run, with the load and where the last flow did start."""
-    shares, loads, starts = [], [], []
+    figure per run, with the load, where the last flow did start and the longest time the
+    link delivered nothing (a host stall)."""
+    shares, loads, starts, gaps = [], [], [], []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
             real = run_once(1 + i, Path(tmp))
@@ -202,7 +215,9 @@ def real_runs(case: Case, runs: int, run_once: Any) -> dict[str, Any]:
         # Where the last flow did start (a process launched on a busy machine starts late):
         # on deep buffers a head start of a few hundred ms shifts the split.
         starts.append(round(flow_starts_ms(real.log.columns())[-1], 1))
-    return {**spread(shares), "load_average_1min": loads, "second_start_ms": starts}
+        gaps.append(round(longest_delivery_gap_ms(real.log.columns(), real.duration_ms), 1))
+    return {**spread(shares), "load_average_1min": loads, "second_start_ms": starts,
+            "longest_delivery_gap_ms": gaps}
 
 
 def kernel(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
