@@ -38,6 +38,9 @@ class LinkProfile:
 
     name: str
     spec: str
+    # The spec parsed, what every episode's simulation starts from (VecSimulator.reset_flows).
+    # Compared as its text (spec) is: two parses of one spec are equal but not the same object.
+    parsed: _core.LinkSpec = field(compare=False, repr=False)
     rate_mbps: float   # mean delivery rate: the throughput of a full link
     delay_ms: float    # one-way propagation delay
     ideal: IdealWindow | None  # the oracle's window; None: resolved without it (no expert)
@@ -194,12 +197,14 @@ class EnvConfig:
 @lru_cache(maxsize=4096)
 def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
                   oracle_lookbacks: tuple[float, ...]) -> LinkProfile:
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms, oracle_lookbacks))
+    parsed = _core.parse_link_spec(link.spec)
+    return LinkProfile(link.name, link.spec, parsed, mean_rate_mbps(parsed, oracle_seed),
+                       parsed.delay_ms,
+                       ideal_window(parsed, oracle_seed, oracle_duration_ms, oracle_lookbacks))
 
 
 @lru_cache(maxsize=4096)
 def _link_profile_without_oracle(link: Link, oracle_seed: int) -> LinkProfile:
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay, None)
+    parsed = _core.parse_link_spec(link.spec)
+    return LinkProfile(link.name, link.spec, parsed, mean_rate_mbps(parsed, oracle_seed),
+                       parsed.delay_ms, None)
