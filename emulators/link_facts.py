@@ -41,15 +41,15 @@ def rate_mbps(opportunities: int, duration_ms: float) -> float:
 
 
 def parsed_link(link: str | _core.LinkSpec) -> _core.LinkSpec:
-    """A link spec parsed: as it is if it was already (a LinkProfile's), else parsed now. The
-    functions here take either, so that a caller holding the parsed link parses it no more."""
+    """A link spec parsed: as it is if it was already, else parsed now. The functions here take
+    either, so that a caller holding the parse (envs/config.py's profiles) parses no more."""
     return link if isinstance(link, _core.LinkSpec) else _core.parse_link_spec(link)
 
 
 def mean_rate_mbps(link: str | _core.LinkSpec, seed: int = 1) -> float:
     """The data direction's mean delivery rate: its rate, else a trace's lines per period,
     else measured over RATE_ESTIMATE_MS (burst delivery). Cached per spec string; a parsed
-    link is worked out each time (a LinkProfile asks once)."""
+    link is worked out each time (a link's profile asks once)."""
     if isinstance(link, str):
         return _spec_mean_rate_mbps(link, seed)
     if link.rate_mbps > 0:

@@ -38,9 +38,6 @@ class LinkProfile:
 
     name: str
     spec: str
-    # The spec parsed, what every episode's simulation starts from (VecSimulator.reset_flows).
-    # Compared as its text (spec) is: two parses of one spec are equal but not the same object.
-    parsed: _core.LinkSpec = field(compare=False, repr=False)
     rate_mbps: float   # mean delivery rate: the throughput of a full link
     delay_ms: float    # one-way propagation delay
     ideal: IdealWindow | None  # the oracle's window; None: resolved without it (no expert)
@@ -197,14 +194,13 @@ class EnvConfig:
 @lru_cache(maxsize=4096)
 def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
                   oracle_lookbacks: tuple[float, ...]) -> LinkProfile:
-    parsed = _core.parse_link_spec(link.spec)
-    return LinkProfile(link.name, link.spec, parsed, mean_rate_mbps(parsed, oracle_seed),
-                       parsed.delay_ms,
+    parsed = _core.parse_link_spec(link.spec)  # what the rate, delay and oracle all read
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(parsed, oracle_seed), parsed.delay_ms,
                        ideal_window(parsed, oracle_seed, oracle_duration_ms, oracle_lookbacks))
 
 
 @lru_cache(maxsize=4096)
 def _link_profile_without_oracle(link: Link, oracle_seed: int) -> LinkProfile:
     parsed = _core.parse_link_spec(link.spec)
-    return LinkProfile(link.name, link.spec, parsed, mean_rate_mbps(parsed, oracle_seed),
-                       parsed.delay_ms, None)
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(parsed, oracle_seed), parsed.delay_ms,
+                       None)

@@ -271,7 +271,7 @@ class Engine:
         scenario = draw_scenario(rng, c.competitors[k], self.entries[k], c.competitor_starts,
                                  c.competitor_stagger_ms, c.competitor_stop,
                                  c.episode_steps * _core.STEP_MS)
-        self.vec.reset_flows(i, profile.parsed, sim_seed, [f.as_tuple() for f in scenario.flows],
+        self.vec.reset_flows(i, profile.spec, sim_seed, [f.as_tuple() for f in scenario.flows],
                              window)
         if scenario.begin_ms > 0:
             self.vec.advance(i, scenario.begin_ms)

@@ -191,13 +191,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("queue", [](const LinkSpec& s) { return s.data.queue; })
       .def_prop_ro("loss", [](const LinkSpec& s) { return s.data.loss; })
       .def("to_string", &LinkSpec::to_string)
-      .def("__repr__", [](const LinkSpec& s) { return "LinkSpec('" + s.to_string() + "')"; })
-      // Pickled as its canonical string, parsed again where it is unpickled: once per process
-      // that receives it (a trainer's worker), not once per episode.
-      .def("__getstate__", &LinkSpec::to_string)
-      .def("__setstate__", [](LinkSpec& s, const std::string& text) {
-        new (&s) LinkSpec(parse_link_spec(text));
-      });
+      .def("__repr__", [](const LinkSpec& s) { return "LinkSpec('" + s.to_string() + "')"; });
   m.def("parse_link_spec", &parse_link_spec, "text"_a,
         "Parses and validates a link spec; ValueError names the bad key.");
   m.def("link_spec_keys", &link_spec_keys);
@@ -343,15 +337,13 @@ NB_MODULE(_core, m) {
            "n simulations; threads: 0 chooses by size (never slower than one), else that many.")
       .def("__len__", &VecSimulator::size)
       .def("reset", &VecSimulator::reset, "i"_a, "link"_a, "seed"_a, "window"_a = kInitialWindow,
-           "Starts simulation i afresh with one external flow (one row) on link, a\n"
-           "parse_link_spec result (parsed once, reset from as often as needed).")
-      .def("reset_flows", [](VecSimulator& v, std::size_t i, const LinkSpec& link,
+           "Starts simulation i afresh with one external flow (one row).")
+      .def("reset_flows", [](VecSimulator& v, std::size_t i, const std::string& link,
                              uint64_t seed, const FlowTuples& flows, double window) {
         v.reset_flows(i, link, seed, to_flows(flows), window);
       }, "i"_a, "link"_a, "seed"_a, "flows"_a, "window"_a = kInitialWindow,
-         "Starts simulation i afresh on link (as reset's) with flows (scheme, start_ms,\n"
-         "stop_ms; stop_ms < 0 runs to the end); its 'external' flows are its rows, in flow\n"
-         "order, at `window`.")
+         "Starts simulation i afresh with flows (scheme, start_ms, stop_ms; stop_ms < 0 runs\n"
+         "to the end); its 'external' flows are its rows, in flow order, at `window`.")
       .def("advance", &VecSimulator::advance, "i"_a, "until_ms"_a,
            "Runs simulation i alone to until_ms (competitors that start first).")
       .def_prop_ro("num_rows", &VecSimulator::rows, "External flows of all simulations.")

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "emulators/cpp/spec.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
@@ -26,16 +27,17 @@ VecSimulator::VecSimulator(std::size_t n, int threads)
 
 VecSimulator::~VecSimulator() = default;
 
-void VecSimulator::reset(std::size_t i, const LinkSpec& link, uint64_t seed, double window) {
+void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, double window) {
   FlowSpec flow;
   flow.scheme = kExternalScheme;
   reset_flows(i, link, seed, {flow}, window);
 }
 
-void VecSimulator::reset_flows(std::size_t i, const LinkSpec& link, uint64_t seed,
+void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                                const std::vector<FlowSpec>& flows, double window) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
-  auto sim = std::make_unique<Simulator>(link, flows, seed, /*record_log=*/false);
+  const std::shared_ptr<const LinkSpec> spec = cached_link_spec(link);  // parsed once
+  auto sim = std::make_unique<Simulator>(*spec, flows, seed, /*record_log=*/false);
   SimRows rows;
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (!sim->external(f)) continue;
@@ -44,7 +46,7 @@ void VecSimulator::reset_flows(std::size_t i, const LinkSpec& link, uint64_t see
   }
   if (rows.flows.empty()) throw std::invalid_argument("a simulation needs an external flow");
   rows.previous.assign(rows.flows.size(), kHoldAction);
-  rows.delay.assign(rows.flows.size(), link.delay_ms);
+  rows.delay.assign(rows.flows.size(), spec->delay_ms);
   // The slices balance flows: a simulation with more or fewer of them redraws them.
   dirty_ = dirty_ || !sims_[i] || rows.flows != rows_[i].flows ||
            sims_[i]->num_flows() != sim->num_flows();

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "emulators/cpp/simulator.hh"
-#include "emulators/cpp/spec.hh"
 #include "emulators/cpp/step_workers.hh"
 
 namespace ccgym {
@@ -135,12 +134,12 @@ class VecSimulator {
   VecSimulator& operator=(const VecSimulator&) = delete;
 
   std::size_t size() const { return sims_.size(); }
-  // Starts simulation i afresh on `link` with one external flow at `window`. The link comes
-  // parsed (parse_link_spec), once for all the episodes that draw it.
-  void reset(std::size_t i, const LinkSpec& link, uint64_t seed, double window);
+  // Starts simulation i afresh on `link` with one external flow at `window`. Each distinct
+  // spec is parsed once in the process (cached_link_spec), not once per episode.
+  void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
   // Starts simulation i afresh with `flows`; those whose scheme is kExternalScheme are its rows,
   // each starting at `window`. std::invalid_argument if none is external.
-  void reset_flows(std::size_t i, const LinkSpec& link, uint64_t seed,
+  void reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                    const std::vector<FlowSpec>& flows, double window);
   // Simulation i; std::out_of_range for no such one, std::invalid_argument if never reset.
   Simulator& sim(std::size_t i);

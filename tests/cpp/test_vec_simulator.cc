@@ -22,17 +22,12 @@
 namespace ccgym {
 namespace {
 
-// Parsed at first use: spec.cc's tables of keys are globals of another file, which may not
-// be built yet while this file's are.
-const LinkSpec& plain_link() {
-  static const LinkSpec link = parse_link_spec("rate_mbps=12,delay_ms=20");
-  return link;
-}
+constexpr const char* kLink = "rate_mbps=12,delay_ms=20";
 
 TEST(VecSimulator, StepsEverySimulationOneStepOfTheSharedClock) {
   VecSimulator vec(3, /*threads=*/1);
   // A window of one BDP (40 packets of 1 ms at 12 Mbit/s over a 40 ms RTT): a steady flow.
-  for (std::size_t i = 0; i < 3; ++i) vec.reset(i, plain_link(), /*seed=*/i + 1, /*window=*/40);
+  for (std::size_t i = 0; i < 3; ++i) vec.reset(i, kLink, /*seed=*/i + 1, /*window=*/40);
   const std::vector<int32_t> hold(3, kHoldAction);
   for (int step = 0; step < 10; ++step) vec.step(hold.data());
   for (std::size_t i = 0; i < 3; ++i) {
@@ -50,8 +45,8 @@ TEST(VecSimulator, StepsEverySimulationOneStepOfTheSharedClock) {
 
 TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
   VecSimulator vec(2, /*threads=*/2);
-  vec.reset(0, plain_link(), 1, 10);
-  vec.reset(1, plain_link(), 1, 10);
+  vec.reset(0, kLink, 1, 10);
+  vec.reset(1, kLink, 1, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   for (int step = 0; step < 5; ++step) vec.step(hold.data());  // 50 ms: the first ACKs are in
   const std::vector<int32_t> mixed = {0 /* /2 */, -1 /* leave it */};
@@ -67,8 +62,8 @@ TEST(VecSimulator, ActionsMoveTheirOwnWindowAndShowInTheObservation) {
 
 TEST(VecSimulator, RowsObserveTheVersionSetAsTheirFeaturesComputeIt) {
   VecSimulator vec(2, /*threads=*/1);
-  vec.reset(0, plain_link(), 1, 30);
-  vec.reset(1, plain_link(), 2, 30);
+  vec.reset(0, kLink, 1, 30);
+  vec.reset(1, kLink, 2, 30);
   EXPECT_EQ(vec.obs_dim(), static_cast<std::size_t>(kObsDim));
   vec.set_observation_version(kCompetitionObservationVersion);
   EXPECT_EQ(vec.obs_dim(), static_cast<std::size_t>(kObsDimV6));
@@ -99,25 +94,23 @@ FlowSpec flow(std::string_view scheme, double start_ms = 0, double stop_ms = kNe
 
 // Two external flows and a cubic competitor per simulation, its start staggered by slot.
 void reset_shared(VecSimulator& vec) {
-  const LinkSpec link =
-      parse_link_spec("rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80");
   for (std::size_t i = 0; i < vec.size(); ++i) {
     const double start = 100.0 * static_cast<double>(i % 4);
-    vec.reset_flows(i, link, i + 7,
-                    {flow(kExternalScheme), flow("cubic", start), flow(kExternalScheme, 200)}, 10);
+    vec.reset_flows(i, "rate_mbps=24,delivery=poisson,delay_ms=15,queue=droptail:packets=80",
+                    i + 7, {flow(kExternalScheme), flow("cubic", start), flow(kExternalScheme, 200)}, 10);
   }
 }
 
 TEST(VecSimulator, RowsAreTheExternalFlowsInSimulationOrder) {
   VecSimulator vec(3, 1);
   reset_shared(vec);
-  vec.reset(1, plain_link(), 3, 10);  // one external flow only
+  vec.reset(1, kLink, 3, 10);  // one external flow only
   ASSERT_EQ(vec.rows(), 5u);
   EXPECT_EQ(vec.row_begin(1), 2u);
   EXPECT_EQ(vec.row_begin(2), 3u);
   EXPECT_EQ(vec.row_begin(3), 5u);
   EXPECT_EQ(vec.row_flows(), (std::vector<uint32_t>{0, 2, 0, 0, 2}));
-  EXPECT_THROW(vec.reset_flows(0, plain_link(), 1, {flow("cubic")}, 10), std::invalid_argument);
+  EXPECT_THROW(vec.reset_flows(0, kLink, 1, {flow("cubic")}, 10), std::invalid_argument);
 }
 
 void expect_threads_give_what_one_gives(std::size_t n) {
@@ -175,7 +168,7 @@ TEST(VecSimulator, TheDefaultThreadsSwitchingToTheCallerGiveTheSameSteps) {
 
 TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
   VecSimulator vec(1, 1);
-  vec.reset_flows(0, plain_link(), 1, {flow(kExternalScheme, 0, 300), flow("cubic", 100, 200),
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme, 0, 300), flow("cubic", 100, 200),
                                 flow(kExternalScheme, 150)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
@@ -196,7 +189,7 @@ TEST(VecSimulator, FlowsCountAsActiveBetweenTheirStartAndStop) {
 TEST(VecSimulator, ClassicFlowsSendingAndTheirMeanInFlightAreEveryRowsStatistics) {
   VecSimulator vec(1, 1);
   // Fixed windows of 30 and 50 keep exactly that many packets in flight once sending.
-  vec.reset_flows(0, plain_link(), 1, {flow(kExternalScheme), flow("fixed:window=30", 0, 300),
+  vec.reset_flows(0, kLink, 1, {flow(kExternalScheme), flow("fixed:window=30", 0, 300),
                                 flow("fixed:window=50", 100), flow(kExternalScheme, 50)}, 10);
   const std::vector<int32_t> hold(2, kHoldAction);
   std::vector<double> st(2 * kStatColumns);
@@ -216,7 +209,7 @@ TEST(VecSimulator, ClassicFlowsSendingAndTheirMeanInFlightAreEveryRowsStatistics
       ASSERT_EQ(at(0, kStatClassicInFlight), 50) << now;
     }
   }
-  vec.reset(0, plain_link(), 1, 10);  // alone: no classic flow, nothing in flight
+  vec.reset(0, kLink, 1, 10);  // alone: no classic flow, nothing in flight
   vec.step(hold.data());
   vec.stats(st.data());
   EXPECT_EQ(at(0, kStatClassicFlows), 0);
@@ -233,8 +226,8 @@ TEST(VecSimulator, DefaultThreadsGrowWithTheFlows) {
 TEST(VecSimulator, BadIndicesAndActionsAreErrors) {
   VecSimulator vec(1, 1);
   EXPECT_THROW(vec.sim(0), std::invalid_argument);  // never reset
-  EXPECT_THROW(vec.reset(1, plain_link(), 1, 10), std::out_of_range);
-  vec.reset(0, plain_link(), 1, 10);
+  EXPECT_THROW(vec.reset(1, kLink, 1, 10), std::out_of_range);
+  vec.reset(0, kLink, 1, 10);
   const int32_t too_big = kNumActions;
   EXPECT_THROW(vec.step(&too_big), std::invalid_argument);
 }

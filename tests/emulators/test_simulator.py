@@ -82,7 +82,7 @@ def test_vector_simulator_matches_single_simulators():
     vec = _core.VecSimulator(len(links), 2)
     singles = []
     for i, link in enumerate(links):
-        vec.reset(i, _core.parse_link_spec(link), 5, 10.0)
+        vec.reset(i, link, 5, 10.0)
         singles.append(_core.Simulator(link, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 5, False))
         singles[-1].set_window(10.0)
     actions = np.array([3, 4, 0], dtype=np.int32)

@@ -24,7 +24,7 @@ SIMS = [
 def make_vec(threads):
     vec = _core.VecSimulator(len(SIMS), threads)
     for i, (flows, seed) in enumerate(SIMS):
-        vec.reset_flows(i, _core.parse_link_spec(LINK), seed, flows, 10.0)
+        vec.reset_flows(i, LINK, seed, flows, 10.0)
     return vec
 
 
@@ -128,8 +128,8 @@ def fixed_shares(sim, seconds=20.0, warmup_ms=5000.0):
 
 def test_external_flows_of_equal_windows_share_evenly_in_one_call():
     vec = _core.VecSimulator(1, 1)
-    vec.reset_flows(0, _core.parse_link_spec(CONSTANT), 1,
-                    [(_core.EXTERNAL_SCHEME, 0.0, -1.0), (_core.EXTERNAL_SCHEME, 500.0, -1.0)], 50.0)
+    vec.reset_flows(0, CONSTANT, 1, [(_core.EXTERNAL_SCHEME, 0.0, -1.0),
+                                     (_core.EXTERNAL_SCHEME, 500.0, -1.0)], 50.0)
     hold = np.full(2, -1, dtype=np.int32)
     delivered = np.zeros(2)
     for k in range(2000):
@@ -141,8 +141,7 @@ def test_external_flows_of_equal_windows_share_evenly_in_one_call():
 
 def test_competitors_send_only_between_their_start_and_stop():
     vec = _core.VecSimulator(1, 1)
-    vec.reset_flows(0, _core.parse_link_spec(CONSTANT), 2,
-                    [(_core.EXTERNAL_SCHEME, 0.0, -1.0), ("cubic", 1000.0, 2000.0)], 40.0)
+    vec.reset_flows(0, CONSTANT, 2, [(_core.EXTERNAL_SCHEME, 0.0, -1.0), ("cubic", 1000.0, 2000.0)], 40.0)
     hold = np.full(1, -1, dtype=np.int32)
     counts, delivered = [], []
     for _ in range(600):
