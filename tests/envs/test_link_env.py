@@ -264,7 +264,7 @@ def test_a_resolved_link_is_parsed_once_and_its_profile_runs_the_same_where_it_i
     assert parsed == [link.spec for link in links]  # rate, delay and ideal window read one parse
     here = rollout(LinkEnv(resolved), seed=3, steps=200)  # 30-step episodes: several resets
     worker = rollout(LinkEnv(pickle.loads(pickle.dumps(resolved))), seed=3, steps=200)
-    assert len(parsed) == len(links)  # episodes start from the C++ core's one parse of each
+    assert len(parsed) == len(links)  # no parse in Python per episode (C++: one per spec)
     for (obs, reward, info), (obs_w, reward_w, info_w) in zip(here, worker, strict=True):
         np.testing.assert_array_equal(obs, obs_w)
         assert (reward, info["link"]) == (reward_w, info_w["link"])
