@@ -10,14 +10,18 @@ rollouts do: `--policy lstm` (32 hidden units, random weights: the cost is that 
 trained one) or `--policy runs/NAME`. PyTorch runs on one thread; with --threads 1 the
 whole loop is on one core (goal: at least 500x real time per core with the policy).
 
-Each (flows, threads, N) is measured --repeats times; the figure is the median, the runs
-are listed beside it (a busy machine makes single runs noisy: loadavg says how busy it
-was). threads 0 is the simulator's default choice (by size). Prints one JSON object: env
-steps per second (learned-flow steps: N x vector steps, x2 for multi, per wall second),
-the real-time factor (virtual seconds simulated per wall second, over all learned flows),
-and each thread count's speed-up over one thread.
+Each (flows, threads, N) is measured --repeats times, in rounds that measure each once, so
+that a machine's load drifting over the minutes touches every thread count alike; the figure
+is the median, the runs are listed beside it (a busy machine makes single runs noisy:
+loadavg says how busy it was). threads 0 is the simulator's default choice (by size, then
+step by step between its threads and the caller alone); its results say how many threads
+it laid out. Prints one JSON object: env steps per second (learned-flow steps: N x vector
+steps, x2 for multi, per wall second), the real-time factor (virtual seconds simulated per
+wall second, over all learned flows), and each thread count's speed-up over one thread:
+whether the default is ever slower than one thread is `--threads 0,1`'s over_one_thread.
 
     .venv/bin/python benchmarks/bench_env.py [--seconds 2] [--threads 1,2,0] [--flows single,multi]
+    .venv/bin/python benchmarks/bench_env.py --threads 0,1 --sizes 8,128 --repeats 5
     .venv/bin/python benchmarks/bench_env.py --policy lstm --threads 1 --flows single
 """
 
@@ -85,6 +89,7 @@ class SingleFlow:
 
     def __init__(self, num_envs: int, threads: int) -> None:
         self.env = VecLinkEnv(num_envs, {"links": [LINK]}, threads=threads)
+        self.engine = self.env.engine
 
     def reset(self) -> np.ndarray:
         return self.env.reset(seed=0)[0]
@@ -101,16 +106,16 @@ class MultiFlow:
 
     def __init__(self, num_envs: int, threads: int) -> None:
         config = EnvConfig(links=[LINK], competitors=["self+cubic"])
-        self.links = Engine(num_envs, config, threads=threads)
+        self.engine = Engine(num_envs, config, threads=threads)
         self.rng = np.random.default_rng(0)
 
     def reset(self) -> np.ndarray:
-        for i in range(self.links.num_sims):
-            self.links.reset_sim(i, self.rng)
-        return self.links.first_step().obs
+        for i in range(self.engine.num_sims):
+            self.engine.reset_sim(i, self.rng)
+        return self.engine.first_step().obs
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.links.step(actions)
+        rows = self.engine.step(actions)
         if not rows.done.all():
             return rows.obs, np.zeros(len(rows.obs), dtype=bool)
         return self.reset(), np.ones(len(rows.obs), dtype=bool)
@@ -141,16 +146,30 @@ def measure(kind: str, num_envs: int, seconds: float, threads: int,
     wall = time.perf_counter() - start
     env_steps = steps * rows
     return {"env_steps_per_s": env_steps / wall,
-            "real_time_factor": env_steps * _core.STEP_MS / 1000.0 / wall}
+            "real_time_factor": env_steps * _core.STEP_MS / 1000.0 / wall,
+            "threads_laid_out": env.engine.vec.threads}
 
 
-def median_of(kind: str, num_envs: int, args: argparse.Namespace, threads: int,
-              make_chooser: Callable[[int], Chooser]) -> dict[str, Any]:
-    runs = [measure(kind, num_envs, args.seconds, threads, make_chooser)
-            for _ in range(args.repeats)]
+Case = tuple[str, int, int]  # flows, threads, N
+
+
+def measure_rounds(cases: list[Case], args: argparse.Namespace,
+                   make_chooser: Callable[[int], Chooser]) -> list[dict[str, Any]]:
+    """Each case's median over args.repeats rounds, each round measuring every case once."""
+    runs: dict[Case, list[dict[str, float]]] = {case: [] for case in cases}
+    for _ in range(args.repeats):
+        for kind, threads, num_envs in cases:
+            runs[kind, threads, num_envs].append(
+                measure(kind, num_envs, args.seconds, threads, make_chooser))
+    return [median_of(case, runs[case]) for case in cases]
+
+
+def median_of(case: Case, runs: list[dict[str, float]]) -> dict[str, Any]:
+    kind, threads, num_envs = case
     rates = [r["env_steps_per_s"] for r in runs]
     best = runs[rates.index(statistics.median_low(rates))]
     return {"flows": kind, "threads": threads, "num_envs": num_envs,
+            "threads_laid_out": best["threads_laid_out"],
             "env_steps_per_s": round(statistics.median(rates), 1),
             "real_time_factor": round(best["real_time_factor"], 1),
             "runs": [round(r, 1) for r in rates]}
@@ -194,9 +213,9 @@ def main() -> None:
     def make_chooser(rows: int) -> Chooser:
         return policy_actions(policy, rows) if policy else random_actions(rows)
 
-    results = [median_of(kind, n, args, threads, make_chooser)
-               for kind in args.flows.split(",") for threads in map(int, args.threads.split(","))
-               for n in map(int, args.sizes.split(","))]
+    cases = [(kind, threads, n) for kind in args.flows.split(",")
+             for threads in map(int, args.threads.split(",")) for n in map(int, args.sizes.split(","))]
+    results = measure_rounds(cases, args, make_chooser)
     print(json.dumps({"link": LINK, "actions": args.policy or "uniform random",
                       "cpus": os.cpu_count(), "machine": platform.machine(),
                       "loadavg_1min": round(os.getloadavg()[0], 2), "repeats": args.repeats,

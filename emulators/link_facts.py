@@ -40,34 +40,46 @@ def rate_mbps(opportunities: int, duration_ms: float) -> float:
     return opportunities * PACKET_BYTES * BITS_PER_BYTE / BITS_PER_MBIT / (duration_ms / MS_PER_S)
 
 
-@lru_cache(maxsize=1024)
-def mean_rate_mbps(link_spec: str, seed: int = 1) -> float:
+def parsed_link(link: str | _core.LinkSpec) -> _core.LinkSpec:
+    """A link spec parsed: as it is if it was already, else parsed now. The functions here take
+    either, so that a caller holding the parse (envs/config.py's profiles) parses no more."""
+    return link if isinstance(link, _core.LinkSpec) else _core.parse_link_spec(link)
+
+
+def mean_rate_mbps(link: str | _core.LinkSpec, seed: int = 1) -> float:
     """The data direction's mean delivery rate: its rate, else a trace's lines per period,
-    else measured over RATE_ESTIMATE_MS (burst delivery)."""
-    parsed = _core.parse_link_spec(link_spec)
-    if parsed.rate_mbps > 0:
-        return float(parsed.rate_mbps)
-    if parsed.data_trace:
-        stamps = _core.load_trace(parsed.data_trace)
+    else measured over RATE_ESTIMATE_MS (burst delivery). Cached per spec string; a parsed
+    link is worked out each time (a link's profile asks once)."""
+    if isinstance(link, str):
+        return _spec_mean_rate_mbps(link, seed)
+    if link.rate_mbps > 0:
+        return float(link.rate_mbps)
+    if link.data_trace:
+        stamps = _core.load_trace(link.data_trace)
         return rate_mbps(len(stamps), float(stamps[-1]))
-    return rate_mbps(len(_core.opportunities(link_spec, RATE_ESTIMATE_MS, seed)),
+    return rate_mbps(len(_core.opportunities(link.to_string(), RATE_ESTIMATE_MS, seed)),
                      RATE_ESTIMATE_MS)
 
 
-def is_plain_constant_link(link_spec: str) -> bool:
+@lru_cache(maxsize=1024)
+def _spec_mean_rate_mbps(link_spec: str, seed: int) -> float:
+    return mean_rate_mbps(_core.parse_link_spec(link_spec), seed)
+
+
+def is_plain_constant_link(link: str | _core.LinkSpec) -> bool:
     """Constant-rate data direction, infinite queue, no loss, and an ACK direction that
     is at most a constant rate: the links whose ideal window is the BDP."""
-    parsed = _core.parse_link_spec(link_spec)
+    parsed = parsed_link(link)
     ack_keys = {key for key in spec_fields(parsed.to_string()) if key.startswith("ack_")}
     return (not parsed.data_trace and parsed.delivery == "constant"
             and parsed.queue == "infinite" and parsed.loss == 0
             and ack_keys <= _PLAIN_ACK_KEYS)
 
 
-def default_duration_ms(link_spec: str) -> float:
+def default_duration_ms(link: str | _core.LinkSpec) -> float:
     """How long `ccgym eval` (and the oracle's searches) run a link: its data trace once,
     else DEFAULT_DURATION_MS."""
-    parsed = _core.parse_link_spec(link_spec)
+    parsed = parsed_link(link)
     if parsed.data_trace:
         return float(_core.load_trace(parsed.data_trace)[-1])
     return DEFAULT_DURATION_MS

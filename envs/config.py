@@ -194,12 +194,13 @@ class EnvConfig:
 @lru_cache(maxsize=4096)
 def _link_profile(link: Link, oracle_seed: int, oracle_duration_ms: float | None,
                   oracle_lookbacks: tuple[float, ...]) -> LinkProfile:
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay,
-                       ideal_window(link.spec, oracle_seed, oracle_duration_ms, oracle_lookbacks))
+    parsed = _core.parse_link_spec(link.spec)  # what the rate, delay and oracle all read
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(parsed, oracle_seed), parsed.delay_ms,
+                       ideal_window(parsed, oracle_seed, oracle_duration_ms, oracle_lookbacks))
 
 
 @lru_cache(maxsize=4096)
 def _link_profile_without_oracle(link: Link, oracle_seed: int) -> LinkProfile:
-    delay = _core.parse_link_spec(link.spec).delay_ms
-    return LinkProfile(link.name, link.spec, mean_rate_mbps(link.spec, oracle_seed), delay, None)
+    parsed = _core.parse_link_spec(link.spec)
+    return LinkProfile(link.name, link.spec, mean_rate_mbps(parsed, oracle_seed), parsed.delay_ms,
+                       None)

@@ -39,7 +39,7 @@ import numpy as np
 
 from ccgym.emulators import _core
 from ccgym.emulators.link_facts import (bdp_packets, default_duration_ms, is_plain_constant_link,
-                                        mean_rate_mbps)
+                                        mean_rate_mbps, parsed_link)
 from ccgym.emulators.stepping import run_stepped
 from ccgym.measure.metrics import summarize
 from ccgym.oracle.cache import cached_search
@@ -113,16 +113,17 @@ class TraceIdealWindow:
         self.score = score
 
     @classmethod
-    def for_link(cls, link_spec: str, margin: float = 1.0, seed: int = 1,
+    def for_link(cls, link: str | _core.LinkSpec, margin: float = 1.0, seed: int = 1,
                  score: float | None = None, lookback: float = 0.0) -> TraceIdealWindow:
-        """The schedule of a trace link, read from the simulator's own delivery process."""
-        parsed = _core.parse_link_spec(link_spec)
+        """The schedule of a trace link (a spec, parsed or not), read from the simulator's
+        own delivery process."""
+        parsed = parsed_link(link)
         if not parsed.data_trace:
-            raise ValueError(f"not a trace link: {link_spec}")
+            raise ValueError(f"not a trace link: {parsed.to_string()}")
         period = float(_core.load_trace(parsed.data_trace)[-1])
         horizon = horizon_ms(parsed.delay_ms)
         span = (period if parsed.once else 2 * period) + horizon + 1
-        opportunities = _core.opportunities(link_spec, span, seed)
+        opportunities = _core.opportunities(parsed.to_string(), span, seed)
         return cls(opportunities, math.inf if parsed.once else period, horizon, margin, score,
                    lookback)
 
@@ -345,29 +346,31 @@ def best_trace_window(link_spec: str, seed: int = 1, duration_ms: float | None =
 _MEMORY: dict[tuple[str, int, float, tuple[float, ...]], IdealWindow] = {}
 
 
-def ideal_window(link_spec: str, seed: int = 1, duration_ms: float | None = None,
+def ideal_window(link: str | _core.LinkSpec, seed: int = 1, duration_ms: float | None = None,
                  lookbacks: Sequence[float] = LOOKBACKS) -> IdealWindow:
-    """The oracle's window for a link: the BDP, the best fixed window, or a trace's schedule
-    (its lookback the best of `lookbacks`; (1.0,) counts only the RTT behind now).
+    """The oracle's window for a link (a spec, parsed or not): the BDP, the best fixed
+    window, or a trace's schedule (its lookback the best of `lookbacks`; (1.0,) counts only
+    the RTT behind now).
 
     Searches are cached per (spec, seed, duration, lookbacks) in the process and on disk.
     """
-    canonical = _core.parse_link_spec(link_spec).to_string()
-    duration = default_duration_ms(canonical) if duration_ms is None else float(duration_ms)
+    parsed = parsed_link(link)
+    canonical = parsed.to_string()
+    duration = default_duration_ms(parsed) if duration_ms is None else float(duration_ms)
     key = (canonical, int(seed), duration, tuple(float(b) for b in lookbacks))
     if not key[3] or not all(0.0 <= b <= 1.0 for b in key[3]):
         raise ValueError(f"lookbacks must be values in [0, 1], got {list(lookbacks)}")
     if key not in _MEMORY:
-        _MEMORY[key] = _compute_ideal(*key)
+        _MEMORY[key] = _compute_ideal(parsed, *key)
     return _MEMORY[key]
 
 
-def _compute_ideal(spec: str, seed: int, duration_ms: float,
+def _compute_ideal(parsed: _core.LinkSpec, spec: str, seed: int, duration_ms: float,
                    lookbacks: tuple[float, ...]) -> IdealWindow:
-    parsed = _core.parse_link_spec(spec)
+    """The window of `parsed`, whose canonical text is `spec` (what the searches run)."""
     if parsed.data_trace:
-        return _trace_ideal(spec, seed, duration_ms, lookbacks)
-    if is_plain_constant_link(spec):
+        return _trace_ideal(parsed, spec, seed, duration_ms, lookbacks)
+    if is_plain_constant_link(parsed):
         bdp = bdp_packets(parsed.rate_mbps, parsed.delay_ms)
         # A window outside the sender's range cannot be set: the nearest one can.
         return ConstantIdealWindow(float(np.clip(bdp, _core.MIN_WINDOW, _core.MAX_WINDOW)), "bdp")
@@ -375,7 +378,7 @@ def _compute_ideal(spec: str, seed: int, duration_ms: float,
     return ConstantIdealWindow(fixed.window, "search", fixed.score)
 
 
-def _trace_ideal(spec: str, seed: int, duration_ms: float,
+def _trace_ideal(parsed: _core.LinkSpec, spec: str, seed: int, duration_ms: float,
                  lookbacks: tuple[float, ...]) -> IdealWindow:
     """The time-varying window, unless the best fixed window scores higher: following
     the trace pays where its rate moves slowly (cellular), but on a Poisson trace the
@@ -386,7 +389,7 @@ def _trace_ideal(spec: str, seed: int, duration_ms: float,
     fixed = _cached_fixed(spec, seed, duration_ms)
     if _rank(fixed.score) > _rank(trace.score):
         return ConstantIdealWindow(fixed.window, "search", fixed.score)
-    return TraceIdealWindow.for_link(spec, trace.margin, seed, trace.score, trace.lookback)
+    return TraceIdealWindow.for_link(parsed, trace.margin, seed, trace.score, trace.lookback)
 
 
 def _cached_fixed(spec: str, seed: int, duration_ms: float) -> FixedWindowSearch:

@@ -101,7 +101,7 @@ def leaderboard(config: Any, folder: RunFolder, progress: bool) -> str:
     return format_leaderboard(rows)
 
 
-def _train(config, folder: RunFolder, args: argparse.Namespace, extend: bool,
+def _train(config, links, folder: RunFolder, args: argparse.Namespace, extend: bool,
            progress: bool):
     """The training loop in the run folder; Ctrl-C says how to go on, and a failure before
     the first iteration ended removes a new folder (nothing in it to resume from: it would
@@ -110,7 +110,7 @@ def _train(config, folder: RunFolder, args: argparse.Namespace, extend: bool,
 
     try:
         return train(config, folder.path, resume=bool(args.resume), extend=extend,
-                     progress=progress)
+                     progress=progress, links=links)
     except KeyboardInterrupt:
         print(f"interrupted; continue with: ccgym train --resume {folder.path}", file=sys.stderr)
         raise
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from ccgym.train.validation import check_config
 
     trainer_class(config.algorithm.name, config.links.shared).check_config(config)
-    check_config(config)  # before a run folder exists: a bad config leaves nothing behind
+    links = check_config(config)  # before a run folder exists: a bad config leaves nothing behind
     if folder is None:
         folder = RunFolder.create(Path(args.out), config.run.name, config.run.seed)
         folder.write_config(config)
@@ -154,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"run folder: {folder.path}")
 
     progress = not args.no_progress
-    state = _train(config, folder, args, extend="run.iterations" in changes, progress=progress)
+    state = _train(config, links, folder, args, extend="run.iterations" in changes,
+                   progress=progress)
     best_iteration = state.early_stopping.best_iteration
     best = next((h for h in state.history if int(h["iteration"]) == best_iteration), None)
     if best is not None:

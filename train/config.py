@@ -307,6 +307,25 @@ def resolve_train_links(config: TrainConfig) -> tuple[list[Any], str | None]:
     return vary_links(links, variation), note
 
 
+@dataclasses.dataclass(frozen=True)
+class RunLinks:
+    """A run's links, resolved once (resolve_run_links): training (crossed with the vary_*
+    values), validation and share validation, and a note for each fallback used."""
+
+    train: list[Link]
+    validation: list[Any]
+    share: list[Any]
+    notes: list[str]
+
+
+def resolve_run_links(config: TrainConfig) -> RunLinks:
+    """Every link a run trains and validates on, each resolved once."""
+    train, train_note = resolve_train_links(config)
+    validation, validation_note = resolve_validation_links(config)
+    return RunLinks(train, validation, resolve_share_links(config),
+                    [note for note in (train_note, validation_note) if note])
+
+
 # The [links] keys that are the environment's own fields (envs/config.py declares them).
 COMPETITION_FIELDS = ("competitors", "competitor_starts", "competitor_stagger_ms",
                       "competitor_stop")

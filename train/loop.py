@@ -27,8 +27,7 @@ from ccgym.errors import UserError
 from ccgym.interrupts import sigterm_as_interrupt
 from ccgym.policies.lstm import atomic_torch_save, load_torch_file
 from ccgym.train import curriculum
-from ccgym.train.config import (TrainConfig, resolve_share_links, resolve_train_links,
-                                resolve_validation_links)
+from ccgym.train.config import RunLinks, TrainConfig
 from ccgym.train.early_stopping import EarlyStopping
 from ccgym.train.registry import trainer_class
 from ccgym.train.run_folder import RunFolder, hyperparameter_table
@@ -133,11 +132,12 @@ def _start(config: TrainConfig, folder: RunFolder, resume: bool, extend: bool,
 
 def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
           extend: bool = False, progress: bool = True,
-          say: Callable[[str], None] | None = None) -> RunState:
+          say: Callable[[str], None] | None = None, links: RunLinks | None = None) -> RunState:
     """Runs (or continues) config's trainer in run_dir up to config.run.iterations.
 
     resume: continue from the run folder's checkpoint when there is one. extend: also continue
-    a run that had stopped early (its patience counter starts over).
+    a run that had stopped early (its patience counter starts over). links: what
+    check_config(config) returned, where the caller checked it already; else it runs here.
     """
     from tqdm import tqdm
 
@@ -148,7 +148,8 @@ def train(config: TrainConfig, run_dir: Path, *, resume: bool = False,
     state = _start(config, folder, resume, extend, say)
     if state.early_stopping.stopped:
         return state
-    with (_open_run(config, folder, state, progress, say) as run, sigterm_as_interrupt(),
+    links = check_config(config) if links is None else links
+    with (_open_run(config, links, folder, state, progress, say) as run, sigterm_as_interrupt(),
           state.trainer.session(run.train_links)):
         if state.curriculum:  # resumed after a curriculum round: its links are trained on
             state.trainer.use_train_links(_mixed(run, state))
@@ -172,26 +173,22 @@ class _Run:
 
 
 @contextlib.contextmanager
-def _open_run(config: TrainConfig, folder: RunFolder, state: RunState, progress: bool,
-              say: Callable[[str], None]) -> Iterator[_Run]:
-    """Resolves the links and opens the TensorBoard events; a new run logs its hyperparameters
-    and scores the reference lines once (the checkpoint carries them after)."""
-    check_config(config)
-    train_links, train_note = resolve_train_links(config)
-    validation_links, note = resolve_validation_links(config)
-    for text in (train_note, note):
-        if text:
-            say(text)
+def _open_run(config: TrainConfig, links: RunLinks, folder: RunFolder, state: RunState,
+              progress: bool, say: Callable[[str], None]) -> Iterator[_Run]:
+    """Opens the TensorBoard events; a new run logs its hyperparameters and scores the
+    reference lines once (the checkpoint carries them after)."""
+    for note in links.notes:
+        say(note)
     writer = folder.events_writer(purge_step=state.iteration + 1)
     try:
         if state.iteration == 0:
             table = hyperparameter_table(config)
             writer.add_text("hyperparameters", table, 0)
             say("hyperparameters:\n" + table)
-            say(f"{len(train_links)} training links, {len(validation_links)} validation links")
-            state.reference = reference_scores(config, validation_links, say)
-        yield _Run(config, folder, train_links, validation_links,
-                   resolve_share_links(config), writer, progress, say)
+            say(f"{len(links.train)} training links, {len(links.validation)} validation links")
+            state.reference = reference_scores(config, links.validation, say)
+        yield _Run(config, folder, links.train, links.validation, links.share, writer, progress,
+                   say)
         writer.flush()
     finally:
         writer.close()

@@ -22,8 +22,7 @@ from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy
 from ccgym.policies.lstm_scheme import LstmScheme
 from ccgym.train import curriculum
-from ccgym.train.config import (TrainConfig, resolve_share_links, resolve_train_links,
-                                resolve_validation_links)
+from ccgym.train.config import RunLinks, TrainConfig, resolve_run_links
 from ccgym.train.share_validation import check_shares
 
 
@@ -103,21 +102,20 @@ def reference_scores(config: TrainConfig, links: Sequence[Any],
     return out
 
 
-def check_config(config: TrainConfig) -> None:
+def check_config(config: TrainConfig) -> RunLinks:
     """What can only be checked against the build and the files: the baselines exist and the
     links resolve. A misspelt baseline fails now, not after the training it was to be
-    compared with."""
+    compared with. Returns the links resolved, so that a run resolves them no more."""
     for scheme in config.eval.baselines:
         try:
             validate_simulated_schemes([scheme])
         except UserError as e:
             raise UserError(f"[eval] baselines: {scheme!r}: {e}") from None
-    resolve_train_links(config)  # with train_fallback where the shared data is absent
-    resolve_validation_links(config)
     check_shares(config.eval)
-    resolve_share_links(config)
+    links = resolve_run_links(config)  # with the fallbacks where the shared data is absent
     curriculum.check(config.curriculum)
     if config.run.ray_address:
         from ccgym.train.pool import check_address
 
         check_address(config.run.ray_address)
+    return links

@@ -314,6 +314,17 @@ std::vector<std::string> link_spec_keys() {
 
 LinkSpec parse_link_spec(const std::string& text) { return SpecParser(text).parse(text); }
 
+std::shared_ptr<const LinkSpec> cached_link_spec(const std::string& text) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const LinkSpec>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(text);
+  if (it != cache.end()) return it->second;
+  auto spec = std::make_shared<const LinkSpec>(parse_link_spec(text));
+  cache.emplace(text, spec);
+  return spec;
+}
+
 std::string LinkSpec::to_string() const {
   std::vector<std::string> parts;
   if (!name.empty()) parts.push_back("name=" + name);

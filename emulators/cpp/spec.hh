@@ -62,6 +62,12 @@ struct LinkSpec {
 LinkSpec parse_link_spec(const std::string& text);
 std::vector<std::string> link_spec_keys();
 
+// parse_link_spec's result for `text`, parsed at its first call in the process and shared by
+// every later one (as traces are, make_direction): what the vectorized environments reset
+// each episode's simulation from, so that an episode costs no parse. A spec that fails to
+// parse is not kept (each call throws again).
+std::shared_ptr<const LinkSpec> cached_link_spec(const std::string& text);
+
 // A direction's mean rate (Mbit/s): its rate, its trace's or its bursts'; 0 if unlimited.
 double mean_rate_mbps(const DirectionSpec& spec);
 

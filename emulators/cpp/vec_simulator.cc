@@ -36,8 +36,8 @@ void VecSimulator::reset(std::size_t i, const std::string& link, uint64_t seed, 
 void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                                const std::vector<FlowSpec>& flows, double window) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
-  const LinkSpec spec = parse_link_spec(link);
-  auto sim = std::make_unique<Simulator>(spec, flows, seed, /*record_log=*/false);
+  const std::shared_ptr<const LinkSpec> spec = cached_link_spec(link);  // parsed once
+  auto sim = std::make_unique<Simulator>(*spec, flows, seed, /*record_log=*/false);
   SimRows rows;
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (!sim->external(f)) continue;
@@ -46,7 +46,7 @@ void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t 
   }
   if (rows.flows.empty()) throw std::invalid_argument("a simulation needs an external flow");
   rows.previous.assign(rows.flows.size(), kHoldAction);
-  rows.delay.assign(rows.flows.size(), spec.delay_ms);
+  rows.delay.assign(rows.flows.size(), spec->delay_ms);
   // The slices balance flows: a simulation with more or fewer of them redraws them.
   dirty_ = dirty_ || !sims_[i] || rows.flows != rows_[i].flows ||
            sims_[i]->num_flows() != sim->num_flows();

@@ -134,7 +134,8 @@ class VecSimulator {
   VecSimulator& operator=(const VecSimulator&) = delete;
 
   std::size_t size() const { return sims_.size(); }
-  // Starts simulation i afresh on `link` with one external flow at `window`.
+  // Starts simulation i afresh on `link` with one external flow at `window`. Each distinct
+  // spec is parsed once in the process (cached_link_spec), not once per episode.
   void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
   // Starts simulation i afresh with `flows`; those whose scheme is kExternalScheme are its rows,
   // each starting at `window`. std::invalid_argument if none is external.

@@ -130,6 +130,16 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
             "rate_mbps=77.72,loss=0.0006,delay_ms=1000");
 }
 
+TEST(SpecCache, EachTextIsParsedOnceAndABadOneFailsEveryTime) {
+  const auto first = cached_link_spec("rate_mbps=12,delay_ms=20");
+  EXPECT_EQ(first, cached_link_spec("rate_mbps=12,delay_ms=20"));  // the same parse, shared
+  EXPECT_EQ(first->to_string(), parse_link_spec("rate_mbps=12,delay_ms=20").to_string());
+  EXPECT_EQ(cached_link_spec("rate_mbps=12,delay_ms=30")->delay_ms, 30);
+  for (int call = 0; call < 2; ++call) {
+    EXPECT_THROW(cached_link_spec("rate_mbps=12,bogus=1"), std::invalid_argument);
+  }
+}
+
 TEST(SpecErrors, EachBadSpecNamesItsKey) {
   const std::string good = write_trace("errors.good", "1\n2\n");
   const std::string bad = write_trace("errors.bad", "1\n5\n3\n");

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ccgym.emulators import _core
 from ccgym.emulators.generate import write_trace
 from ccgym.emulators.link_facts import (DEFAULT_DURATION_MS, bdp_packets, default_duration_ms,
                                         is_plain_constant_link, mean_rate_mbps)
@@ -41,3 +42,19 @@ def test_a_run_lasts_its_trace_once_else_the_default(tmp_path: Path) -> None:
 ])
 def test_plain_constant_links_are_those_whose_ideal_is_the_bdp(spec: str, plain: bool) -> None:
     assert is_plain_constant_link(spec) is plain
+
+
+def test_a_parsed_link_has_its_specs_facts_without_a_parse_more(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    trace = write_trace(tmp_path / "t.trace", [2, 4, 6, 8])
+    specs = [f"trace={trace},delay_ms=10", "rate_mbps=7.5,delay_ms=10,queue=droptail:packets=9",
+             "delivery=burst,burst_packets=10,burst_period_ms=20,delay_ms=10"]
+    facts = [(mean_rate_mbps(s), default_duration_ms(s), is_plain_constant_link(s)) for s in specs]
+    parsed = [_core.parse_link_spec(s) for s in specs]
+
+    def refuse(text: str) -> None:
+        raise AssertionError(f"parsed again: {text}")
+
+    monkeypatch.setattr(_core, "parse_link_spec", refuse)
+    assert [(mean_rate_mbps(p), default_duration_ms(p), is_plain_constant_link(p))
+            for p in parsed] == facts

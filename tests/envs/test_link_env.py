@@ -1,5 +1,6 @@
 """LinkEnv: gymnasium's checker, determinism, the info the DAgger trainer reads, config errors."""
 
+import pickle
 import warnings
 
 import gymnasium
@@ -249,3 +250,21 @@ def test_runs_the_rules_as_written_out_on_the_scalar_simulator():
         assert truncated == ref_truncated
         if truncated:
             (obs, info), (ref_obs, ref_info) = env.reset(), reference.reset()
+
+
+def test_a_resolved_link_is_parsed_once_and_its_profile_runs_the_same_where_it_is_sent(
+        monkeypatch):
+    # Specs no other test resolves: profiles are cached per link for the process.
+    config = EnvConfig.build(FAST, links=["rate_mbps=13,delay_ms=21", "rate_mbps=26,delay_ms=11"])
+    links = config.named_links()
+    parsed = []
+    parse = _core.parse_link_spec
+    monkeypatch.setattr(_core, "parse_link_spec", lambda text: parsed.append(text) or parse(text))
+    resolved = config.resolved(links)
+    assert parsed == [link.spec for link in links]  # rate, delay and ideal window read one parse
+    here = rollout(LinkEnv(resolved), seed=3, steps=200)  # 30-step episodes: several resets
+    worker = rollout(LinkEnv(pickle.loads(pickle.dumps(resolved))), seed=3, steps=200)
+    assert len(parsed) == len(links)  # no parse in Python per episode (C++: one per spec)
+    for (obs, reward, info), (obs_w, reward_w, info_w) in zip(here, worker, strict=True):
+        np.testing.assert_array_equal(obs, obs_w)
+        assert (reward, info["link"]) == (reward_w, info_w["link"])

@@ -44,8 +44,14 @@ def test_packaged_configs_train_without_the_shared_data(name: str, tmp_path: Pat
                                                         monkeypatch) -> None:
     monkeypatch.setenv("CCGYM_DATA", str(tmp_path / "absent"))  # no shared data
     config = load_packaged_config(name)
-    assert resolve_train_links(config)[0]  # raises on a missing trace
-    check_config(config)  # what `ccgym train NAME` checks before it starts: the fallbacks too
+    train_links, note = resolve_train_links(config)  # raises on a missing trace
+    assert train_links
+    # What `ccgym train NAME` checks before it starts, the fallbacks too; the run then trains
+    # on the links resolved there, not resolved again.
+    links = check_config(config)
+    assert links.train == train_links
+    assert links.validation == resolve_validation_links(config)[0]
+    assert links.notes == [n for n in (note, resolve_validation_links(config)[1]) if n]
 
 
 def test_cellular_config_varies_delays_buffers_and_ack_paths(tmp_path: Path, monkeypatch) -> None:
