@@ -96,6 +96,39 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
     assert {t["params"]["delivery"] for t in first["trials"]} != {"constant"}
 
 
+def test_the_largest_gaps_are_confirmed_at_fresh_seeds_and_kept_by_the_lesser_gap(
+        tmp_path: Path, capsys) -> None:
+    found, trials_file = tmp_path / "found.toml", tmp_path / "trials.json"
+    # DEFAULT_ARGS keeping 2 of its 6 trials: the 4 of the largest trial gaps are confirmed at
+    # seeds 9-10, the two after the trials' 7-8. With the progress bar, which says so.
+    assert main(["search", *DEFAULT_ARGS[:-2], "--keep", "2", "-o", str(found), "--json",
+                 str(trials_file)]) == 0
+    assert "confirm at seeds 9-10" in capsys.readouterr().err
+    trials = json.loads(trials_file.read_text())
+    assert trials["seeds"] == [7, 8] and trials["confirm_seeds"] == [9, 10]
+    by_trial_gap = sorted(trials["trials"], key=lambda t: (-t["gap"], t["trial"]))
+    confirmed = [t for t in trials["trials"] if t["confirmed_gap"] is not None]
+    assert [t["trial"] for t in confirmed] == sorted(t["trial"] for t in by_trial_gap[:4])
+    for trial in confirmed:
+        assert trial["kept_gap"] == min(trial["gap"], trial["confirmed_gap"])
+    assert trials["kept"] == [t["trial"] for t in sorted(
+        confirmed, key=lambda t: (-t["kept_gap"], t["trial"]))][:2]
+    # The seeds are fresh: the default space's noisy links score otherwise at them.
+    assert any(t["confirmed_score"] != t["score"] for t in confirmed)
+
+    # `ccgym eval` at the confirmation's seeds replays the confirmed scores of the kept links.
+    rows_file = tmp_path / "rows.json"
+    assert main(["eval", "--links", str(found), "--schemes", "fixed:10,cubic,bbr", "--seed", "9",
+                 "--runs", "2", "--duration-s", "3", "--no-progress", "--json",
+                 str(rows_file)]) == 0
+    rows = json.loads(rows_file.read_text())
+    for number in trials["kept"]:
+        trial = trials["trials"][number]
+        mine = {r["scheme"]: r["score"] for r in rows if r["link"] == trial["link"]}
+        assert mine["fixed:10"] == pytest.approx(trial["confirmed_score"], abs=1e-9)
+        assert mine["bbr"] == pytest.approx(trial["confirmed_baseline_scores"]["bbr"], abs=1e-9)
+
+
 @pytest.mark.parametrize("text, message", [
     ('rate_mbps = { min = 2, max = 64 }\ndelay_ms = 20\nbuffer_bdp = 1\nloss = 0\n'
      'delivery = ["constant"]\nspeed = 3\n', "unknown key 'speed'"),
