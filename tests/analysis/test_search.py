@@ -63,8 +63,9 @@ def test_a_fixed_window_loses_most_on_the_fastest_link(tmp_path: Path, capsys) -
     assert fastest["link"] in printed.splitlines()[3]  # the table's first row: the worst
 
 
+# Runs of 6 s: the default space starts a competitor up to 5 s after the first flow.
 DEFAULT_ARGS = ("--scheme", "fixed:10", "--baselines", "cubic,bbr", "--trials", "6", "--seeds",
-                "2", "--duration-s", "3", "--seed", "7", "--keep", "6")
+                "2", "--duration-s", "6", "--seed", "7", "--keep", "6")
 
 
 def _without_times(trials: dict) -> dict:
@@ -84,7 +85,7 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
     # The replay command the search prints scores the found links as the search did.
     found = tmp_path / "a.toml"
     space = load_space(find_space("default"))
-    replay = replay_command(Search(space, "fixed:10", ("cubic", "bbr"), 2, 7, 3.0), str(found))
+    replay = replay_command(Search(space, "fixed:10", ("cubic", "bbr"), 2, 7, 6.0), str(found))
     rows_file = tmp_path / "rows.json"
     assert main([*shlex.split(replay)[1:], "--no-progress", "--json", str(rows_file)]) == 0
     rows = json.loads(rows_file.read_text())
@@ -119,7 +120,7 @@ def test_the_largest_gaps_are_confirmed_at_fresh_seeds_and_kept_by_the_lesser_ga
     # `ccgym eval` at the confirmation's seeds replays the confirmed scores of the kept links.
     rows_file = tmp_path / "rows.json"
     assert main(["eval", "--links", str(found), "--schemes", "fixed:10,cubic,bbr", "--seed", "9",
-                 "--runs", "2", "--duration-s", "3", "--no-progress", "--json",
+                 "--runs", "2", "--duration-s", "6", "--no-progress", "--json",
                  str(rows_file)]) == 0
     rows = json.loads(rows_file.read_text())
     for number in trials["kept"]:
@@ -219,7 +220,7 @@ def test_a_learned_policy_is_searched_alike_twice(tmp_path: Path) -> None:
     policy = tmp_path / "policy.pt"
     LstmPolicy(hidden_size=8).save(policy)
     args = ("--scheme", f"lstm:{policy}", "--baselines", "vegas", "--trials", "3", "--seeds", "2",
-            "--duration-s", "2", "--seed", "3")
+            "--duration-s", "6", "--seed", "3")
     first, _, first_text = search(tmp_path, *args, name="a")
     second, _, second_text = search(tmp_path, *args, name="b")
     assert _without_times(first) == _without_times(second)
