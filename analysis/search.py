@@ -281,7 +281,8 @@ def trials_document(search: Search, points: Sequence[Point], kept: Sequence[Poin
     report` and plot_points read."""
     return {"kind": SEARCH_KIND, "scheme": search.scheme, "baselines": list(search.baselines),
             "space": str(search.space.path), "seed": search.seed, "seeds": search.run_seeds,
-            "confirm_seeds": search.confirm_seeds, "duration_s": search.duration_s, "seconds": seconds,
+            "confirm_seeds": search.confirm_seeds, "duration_s": search.duration_s,
+            "seconds": seconds,
             "kept": [p.number for p in kept], "trials": [p.to_dict() for p in points]}
 
 
