@@ -6,8 +6,10 @@ configs/spaces/default.toml documents the keys), runs the scheme and every basel
 once per seed (seeds seed..seed+K-1, as `ccgym eval --seed S --runs K`) and scores each by its
 own flow's mean score; the gap is the best baseline's score minus the scheme's. Optuna's TPE
 sampler, seeded by --seed, proposes the links: the same command gives the same search. The
-worst links (--keep) are written as a link set that every verb takes (-o), all trials as
-JSON (--json), and where in the space the scheme loses as a plot (--plot). Examples:
+links of the largest gaps (twice --keep) are then confirmed: scored again at the next K seeds,
+which the trials never used. The worst links by the lesser of the two gaps (--keep) are
+written as a link set that every verb takes (-o), all trials as JSON (--json), and where in
+the space the scheme loses as a plot (--plot). Examples:
 
   ccgym search --scheme fixed:5 --trials 30 -o found.toml
   ccgym search --scheme lstm:runs/mixed --trials 80 -o found.toml --json trials.json --plot where.png
@@ -59,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration-s", type=flags.duration_s, default=None,
                         help="run length (default: a generated trace once, else 30 s)")
     parser.add_argument("--keep", type=flags.count(1, flags.MAX_TRIALS), default=DEFAULT_KEEP,
-                        help=f"how many of the worst links -o holds (default {DEFAULT_KEEP})")
+                        help=f"how many of the worst links -o holds (default {DEFAULT_KEEP}); twice "
+                             "as many are confirmed at fresh seeds first")
     parser.add_argument("-o", "--output", metavar="FOUND.toml", required=True,
                         type=flags.output((".toml",), what="a TOML link set"),
                         help="write the worst links as a link set ('-': standard output)")
@@ -91,18 +94,26 @@ def run(args: argparse.Namespace) -> int:
     search = found.Search(space, args.scheme, baselines, args.seeds, args.seed, args.duration_s)
 
     start = time.monotonic()
-    with tqdm(total=args.trials, desc="search", unit="trial", disable=args.no_progress,
-              leave=False) as bar:
-        worst_gap = [float("-inf")]
+    confirming = found.confirm_count(args.trials, args.keep)
+    with tqdm(total=args.trials + confirming, desc="search", unit="link",
+              disable=args.no_progress, leave=False) as bar:
+        largest_gap = [float("-inf")]
 
-        def progress(point: found.Point) -> None:
-            worst_gap[0] = max(worst_gap[0], point.gap)
-            bar.set_postfix_str(f"largest gap {worst_gap[0]:.2f}", refresh=False)
+        def tried(point: found.Point) -> None:
+            largest_gap[0] = max(largest_gap[0], point.gap)
+            bar.set_postfix_str(f"largest gap {largest_gap[0]:.2f}", refresh=False)
             bar.update()
 
-        points = found.run_search(search, args.trials, progress)
+        def confirmed(point: found.Point) -> None:
+            bar.set_postfix_str(f"trial {point.number}: gap {point.gap:.2f}, confirmed "
+                                f"{point.confirmed_gap:.2f}", refresh=False)
+            bar.update()
+
+        points = found.run_search(search, args.trials, tried)
+        bar.set_description(f"confirm at seeds {found.seed_span(search.confirm_seeds)}",
+                            refresh=False)
+        points, kept = found.confirm_worst(search, points, args.keep, confirmed)
     seconds = time.monotonic() - start
-    kept = found.worst(points, args.keep)
 
     out = human_stream(args.output, args.json)
     print(format_found(search, kept, len(points), seconds), file=out)
@@ -124,21 +135,25 @@ def _baselines(text: str | None, scheme: str) -> tuple[str, ...]:
 
 def format_found(search: found.Search, kept: list[found.Point], trials: int,
                  seconds: float) -> str:
-    lines = [f"{trials} links of {search.space.path} in {seconds:.0f} s "
-             f"({seconds / trials:.2f} s a link, {search.seeds} seeds of "
-             f"{1 + len(search.baselines)} schemes); the worst {len(kept)} for {search.scheme}:",
-             ""]
-    table = [["gap", search.scheme, "best baseline", "link"]]
+    confirming = found.confirm_count(trials, len(kept))
+    lines = [f"{trials} links of {search.space.path}, the {confirming} largest gaps confirmed "
+             f"at seeds {found.seed_span(search.confirm_seeds)}, in "
+             f"{seconds:.0f} s ({seconds / (trials + confirming):.2f} s a link, {search.seeds} "
+             f"seeds of {1 + len(search.baselines)} schemes); the worst {len(kept)} for "
+             f"{search.scheme}, by the lesser of the two gaps:", ""]
+    table = [["gap", "trial gap", "confirmed", search.scheme, "best baseline", "link"]]
     for point in kept:
-        table.append([f"{point.gap:.3f}", f"{point.score:.3f}",
+        table.append([f"{point.kept_gap:.3f}", f"{point.gap:.3f}",
+                      f"{point.confirmed_gap:.3f}", f"{point.score:.3f}",
                       f"{point.best_baseline} {point.baselines[point.best_baseline]:.3f}",
                       point.link.name])
+    numbers = 4  # the right-aligned columns
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
-        lines.append("  ".join(cell.rjust(w) if i < 2 else cell.ljust(w)
+        lines.append("  ".join(cell.rjust(w) if i < numbers else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
-    if kept and kept[0].gap <= 0:
-        lines.append(f"\n{search.scheme} is ahead of the best baseline on every link tried")
+    if kept and kept[0].kept_gap <= 0:
+        lines.append(f"\n{search.scheme} is ahead of the best baseline on every link confirmed")
     return "\n".join(lines)
 
 

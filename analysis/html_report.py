@@ -261,7 +261,7 @@ def _search_section(path: Path, doc: dict[str, Any], figures: Figures) -> Sectio
                          "ringed")
     body = "\n".join([f'<p class="note">{e(note)}</p>', kept, plot])
     name = label(path)
-    worst = (f"largest gap <b>{e(rows[0][0])}</b> on {e(rows[0][3])}" if rows
+    worst = (f"largest gap <b>{e(rows[0][0])}</b> on {e(rows[0][-1])}" if rows
              else "nothing kept")
     return Section(f"Search: {name}", body,
                    f"<p>{e(name)}: where {e(doc['scheme'])} loses; {worst}.</p>")

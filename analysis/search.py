@@ -8,6 +8,11 @@ scheme and every baseline run once per seed (seeds seed..seed+K-1, as `ccgym eva
 by its own flow's mean score over the seeds; the point's gap is the best baseline's score minus
 the scheme's. A positive gap is a link where some classic scheme does better. Optuna's TPE
 sampler, seeded, proposes the points: the same seed, trials and space give the same search.
+
+The largest of many noisy gaps is larger than its link's true gap (the winner's curse), so the
+points of the largest trial gaps (twice as many as are kept) are confirmed: scored again at the
+next K seeds (seed+K..seed+2K-1), which the trials never used, and the kept links are the
+largest by the lesser of the two gaps (Point.kept_gap).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +43,10 @@ SEARCH_KIND = "search"  # the --json document's "kind", by which `ccgym report` 
 SCORE_FLOOR = math.log(1e-3) - math.log(10_000.0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Point:
-    """One trial: the link drawn, each scheme's mean score over the seeds, and the gap."""
+    """One trial: the link drawn, each scheme's mean score over the seeds, and the gap; for a
+    confirmed point, the same at the confirmation's seeds."""
 
     number: int
     table: dict[str, Any]     # the link as a [[link]] table
@@ -49,6 +55,8 @@ class Point:
     score: float              # the searched scheme's
     baselines: dict[str, float]
     seconds: float
+    confirmed_score: float | None = None
+    confirmed_baselines: dict[str, float] | None = None
 
     @property
     def best_baseline(self) -> str:
@@ -58,12 +66,31 @@ class Point:
     def gap(self) -> float:
         return gap_to_best(self.baselines, self.score)
 
+    @property
+    def confirmed_gap(self) -> float | None:
+        if self.confirmed_score is None or self.confirmed_baselines is None:
+            return None
+        return gap_to_best(self.confirmed_baselines, self.confirmed_score)
+
+    @property
+    def kept_gap(self) -> float:
+        """The gap by which kept links are ranked: the lesser of the trial's and the
+        confirmation's. The trial gap of a point among the largest is inflated by its
+        selection; the confirmed gap is not, but ranking the candidates by it alone selects
+        again. The lesser claims only what both independent measurements support, so a link
+        is kept only when it is bad at both sets of seeds."""
+        confirmed = self.confirmed_gap
+        return self.gap if confirmed is None else min(self.gap, confirmed)
+
     def to_dict(self) -> dict[str, Any]:
         return {"trial": self.number, "link": self.link.name, "spec": self.link.spec,
                 "competitors": list(self.link.competitors), "params": self.params,
                 "table": self.table,
                 "gap": self.gap, "score": self.score, "best_baseline": self.best_baseline,
-                "baseline_scores": self.baselines, "seconds": self.seconds}
+                "baseline_scores": self.baselines, "seconds": self.seconds,
+                "confirmed_gap": self.confirmed_gap, "confirmed_score": self.confirmed_score,
+                "confirmed_baseline_scores": self.confirmed_baselines,
+                "kept_gap": self.kept_gap}
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,12 @@ class Search:
     @property
     def run_seeds(self) -> list[int]:
         return [self.seed + k for k in range(self.seeds)]
+
+    @property
+    def confirm_seeds(self) -> list[int]:
+        """The confirmation's seeds: the K after the trials', so that the trials never used
+        them and `ccgym eval --seed S+K --runs K` replays them."""
+        return [self.seed + self.seeds + k for k in range(self.seeds)]
 
     def check(self) -> None:
         """UserError for a space whose runs could not be measured, judged on the link of each
@@ -105,20 +138,26 @@ class Search:
                                 f"would start after the run's end ({duration_ms / 1000:g} s)"
                                 ) from None
 
-    def score(self, link: Link, scheme: str, duration_ms: float) -> float:
-        return mean_score(link, scheme, self.run_seeds, duration_ms)
+    def scores(self, link: Link, seeds: Sequence[int]) -> tuple[float, dict[str, float]]:
+        """The scheme's mean score on the link over `seeds`, and each baseline's."""
+        duration_ms = link_duration_ms(link, self.duration_s)
+        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), link_start(link)[1])
+        return (mean_score(link, self.scheme, seeds, duration_ms),
+                {name: mean_score(link, name, seeds, duration_ms) for name in self.baselines})
 
     def point(self, number: int, trial: Any) -> Point:
         """Trial `number`: a link drawn by `trial`, scored for the scheme and each baseline."""
         start = time.monotonic()
         table = self.space.draw(trial, f"t{number}", trace_seed(self.seed, number))
         link = build_links(self.space.path, SEARCH_GROUP, [table])[0]
-        duration_ms = link_duration_ms(link, self.duration_s)
-        check_flow_starts([link], [duration_ms], 1 + len(link.competitors), link_start(link)[1])
-        score = self.score(link, self.scheme, duration_ms)
-        baselines = {name: self.score(link, name, duration_ms) for name in self.baselines}
+        score, baselines = self.scores(link, self.run_seeds)
         return Point(number, table, link, dict(trial.params), score, baselines,
                      time.monotonic() - start)
+
+    def confirmed(self, point: Point) -> Point:
+        """The point scored again at the confirmation's seeds."""
+        score, baselines = self.scores(point.link, self.confirm_seeds)
+        return replace(point, confirmed_score=score, confirmed_baselines=baselines)
 
 
 class _HardestToMeasure:
@@ -180,9 +219,26 @@ def run_search(search: Search, trials: int, progress: Progress | None = None) ->
     return points
 
 
-def worst(points: Sequence[Point], keep: int) -> list[Point]:
-    """The `keep` points of the largest gap, largest first (ties: the earlier trial)."""
-    return sorted(points, key=lambda p: (-p.gap, p.number))[:keep]
+def confirm_count(trials: int, keep: int) -> int:
+    """How many points the confirmation scores again: twice as many as are kept, so that a
+    lucky draw among them can give way to a link the trial seeds undersold."""
+    return min(trials, 2 * keep)
+
+
+def confirm_worst(search: Search, points: Sequence[Point], keep: int,
+                  progress: Progress | None = None) -> tuple[list[Point], list[Point]]:
+    """The points of the largest trial gaps (confirm_count) scored again at the confirmation's
+    seeds; (every point, the confirmed ones replaced, in trial order; the `keep` of the
+    largest kept_gap, largest first, ties to the earlier trial)."""
+    candidates = sorted(points, key=lambda p: (-p.gap, p.number))[:confirm_count(len(points),
+                                                                                  keep)]
+    confirmed = {}
+    for point in candidates:
+        confirmed[point.number] = search.confirmed(point)
+        if progress is not None:
+            progress(confirmed[point.number])
+    kept = sorted(confirmed.values(), key=lambda p: (-p.kept_gap, p.number))[:keep]
+    return [confirmed.get(p.number, p) for p in points], kept
 
 
 def found_link_set(search: Search, kept: Sequence[Point], trials: int, path: str) -> str:
@@ -194,16 +250,29 @@ def found_link_set(search: Search, kept: Sequence[Point], trials: int, path: str
         best = point.best_baseline
         table["source"] = (f"ccgym search trial {point.number}: {search.scheme} scores "
                            f"{point.score:.3f}, {best} {point.baselines[best]:.3f} (gap "
-                           f"{point.gap:.3f}; seeds {search.seed}-{search.seed + search.seeds - 1})")
+                           f"{point.gap:.3f}; seeds {seed_span(search.run_seeds)}; confirmed "
+                           f"gap {_confirmed_text(point)} at seeds "
+                           f"{seed_span(search.confirm_seeds)})")
         tables.append(table)
     replay = replay_command(search, path)
     comment = (f"Found by ccgym search: the {len(kept)} links of {trials} trials where "
-               f"{search.scheme} falls furthest below the best of {', '.join(search.baselines)}."
+               f"{search.scheme} falls furthest below the best of {', '.join(search.baselines)}"
+               f", by the lesser of the gap at the trial's seeds and at the confirmation's."
                f"\nSpace: {search.space.path}; search seed {search.seed}.\nScored as the "
-               f"search scored it (another --seed: at seeds it never used):\n{replay}")
+               f"search scored it (--seed {search.confirm_seeds[0]}: as it confirmed; another "
+               f"--seed: at seeds it never used):\n{replay}")
     description = (f"Where {search.scheme} loses: the worst {len(kept)} of {trials} links drawn "
                    f"from {search.space.path.name}")
     return link_set_text(SEARCH_GROUP, description, tables, comment)
+
+
+def seed_span(seeds: Sequence[int]) -> str:
+    return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+
+
+def _confirmed_text(point: Point) -> str:
+    confirmed = point.confirmed_gap
+    return "-" if confirmed is None else f"{confirmed:.3f}"
 
 
 def trials_document(search: Search, points: Sequence[Point], kept: Sequence[Point],
@@ -212,7 +281,8 @@ def trials_document(search: Search, points: Sequence[Point], kept: Sequence[Poin
     report` and plot_points read."""
     return {"kind": SEARCH_KIND, "scheme": search.scheme, "baselines": list(search.baselines),
             "space": str(search.space.path), "seed": search.seed, "seeds": search.run_seeds,
-            "duration_s": search.duration_s, "seconds": seconds,
+            "confirm_seeds": search.confirm_seeds, "duration_s": search.duration_s,
+            "seconds": seconds,
             "kept": [p.number for p in kept], "trials": [p.to_dict() for p in points]}
 
 
@@ -230,17 +300,22 @@ def plot_title(document: dict[str, Any]) -> str:
             f"{Path(document['space']).name} ({len(document['seeds'])} seeds each)")
 
 
-KEPT_HEADER = ["gap", "score", "best baseline", "link"]
+KEPT_HEADER = ["gap", "trial gap", "confirmed gap", "score", "best baseline", "link"]
 
 
 def kept_rows(document: dict[str, Any]) -> list[list[str]]:
-    """The kept trials of a trials document as table rows (KEPT_HEADER), worst first."""
+    """The kept trials of a trials document as table rows (KEPT_HEADER), worst first; the gap
+    is the one they were kept by (a document written before confirmation: the trial's)."""
     trials = {t["trial"]: t for t in document["trials"]}
     rows = []
     for number in document["kept"]:
         trial = trials[number]
         best = str(trial["best_baseline"])
-        rows.append([f"{float(trial['gap']):.3f}", f"{float(trial['score']):.3f}",
+        confirmed = trial.get("confirmed_gap")
+        rows.append([f"{float(trial.get('kept_gap', trial['gap'])):.3f}",
+                     f"{float(trial['gap']):.3f}",
+                     "-" if confirmed is None else f"{float(confirmed):.3f}",
+                     f"{float(trial['score']):.3f}",
                      f"{best} {float(trial['baseline_scores'][best]):.3f}", str(trial["link"])])
     return rows
 

@@ -310,7 +310,8 @@ def _sample(args: argparse.Namespace) -> int:
     named = "FAMILY.toml" if is_stdout(args.output) else str(args.output)
     with atomic_path(args.output) as tmp:
         tmp.write_text(link_space.sample_link_set(space, args.count, args.seed, named))
-        links_mod.load_link_set(tmp)  # the file must be a link set every verb accepts
+        # The file must be a link set every verb accepts, and one it can run.
+        link_space.check_starts(space, links_mod.load_link_set(tmp))
     print(f"wrote {args.output}: {args.count} links drawn at random from {space_path} (seed "
           f"{args.seed}); score schemes on them with: {link_space.sample_eval_command(named)}",
           file=human_stream(args.output))

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ccgym.emulators.links import (FIRST_CHOICES, SYNTHETIC_MODELS, check_competitor,
+from ccgym.emulators.links import (FIRST_CHOICES, SYNTHETIC_MODELS, Link, check_competitor,
                                    link_set_text)
 from ccgym.emulators.variants import ACK_PATHS, queue_for_bdps
 from ccgym.errors import UserError
@@ -204,6 +204,23 @@ def sample_tables(space: LinkSpace, count: int, seed: int) -> list[dict[str, Any
     rng = np.random.default_rng(seed)
     return [space.draw(UniformDraws(rng), f"{SAMPLE_LABEL}{number}", trace_seed(seed, number))
             for number in range(count)]
+
+
+def check_starts(space: LinkSpace, links: list[Link]) -> None:
+    """UserError when a link drawn from the space has a competitor that would start after the
+    end of a run of the link's own length (a generated trace once, else 30 s, as `ccgym eval`
+    runs it): said when the family is drawn, not when it is run."""
+    from ccgym.emulators.link_facts import default_duration_ms  # numpy, as sample_tables
+
+    for link in links:
+        last_start_ms = len(link.competitors) * (link.interval_s or 0.0) * 1000.0
+        duration_ms = default_duration_ms(link.spec)
+        if last_start_ms >= duration_ms:
+            raise UserError(f"{space.path}: interval_s {link.interval_s:g}: on link {link.name} "
+                            f"the last flow would start after the run's end "
+                            f"({duration_ms / 1000:g} s); give a lower interval_s max"
+                            + (" or a longer cellular.trace_s" if "cellular" in space.deliveries
+                               else ""))
 
 
 def sample_eval_command(path: str) -> str:

@@ -34,7 +34,7 @@ T = TypeVar("T")
 @dataclass
 class Round:
     specs: list[str]  # the links found, as specs
-    gap: float        # the largest gap of the round's search
+    gap: float        # the worst kept link's gap (the lesser of its trial and confirmed gaps)
 
 
 def due(section: CurriculumSection, finished: int) -> bool:
@@ -73,7 +73,8 @@ def run_round(config: TrainConfig, run_dir: Path, policy: LstmPolicy, number: in
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise UserError(f"[curriculum] round {number}: ccgym search failed: {last}")
-    gap = max(trial["gap"] for trial in json.loads(trials.read_text())["trials"])
+    document = json.loads(trials.read_text())
+    gap = next(t["kept_gap"] for t in document["trials"] if t["trial"] == document["kept"][0])
     return Round([link.spec for link in load_link_set(found)], gap)
 
 

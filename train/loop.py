@@ -238,8 +238,8 @@ def _curriculum_round(run: _Run, state: RunState) -> None:
     for tag, value in (("curriculum/gap", found.gap), ("curriculum/links", len(state.curriculum)),
                        ("curriculum/share", share)):
         run.writer.add_scalar(tag, value, k)
-    run.say(f"curriculum round {number}: largest gap {found.gap:.3f}; {len(state.curriculum)} "
-            f"links found so far, {share:.0%} of the episodes")
+    run.say(f"curriculum round {number}: gap {found.gap:.3f} on the worst link kept; "
+            f"{len(state.curriculum)} links found so far, {share:.0%} of the episodes")
 
 
 def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[str, float],

@@ -234,6 +234,12 @@ class Ppo(Trainer):
                 self._algo.stop()
                 self._algo = None
 
+    def use_train_links(self, train_links: Sequence[Link]) -> None:
+        """Every env runner builds its env anew on these links, from the next collect."""
+        arguments = self.algorithm_config(env_config(self.config, train_links)).env_config
+        self._algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.use_env_arguments(arguments))
+
     def algorithm_config(self, env: EnvConfig) -> Any:
         """RLlib's config of the run's algorithm (a multi-agent variant builds its own)."""
         return algorithm_config(self.config, env)

@@ -66,9 +66,9 @@ class BatchedMultiAgentEnvRunner(WholeEpisodeRunner):
         super().__init__(config=config, **kwargs)
 
     def make_env(self) -> None:
-        """The runner's simulations, from the env config (FairShareEnv's)."""
-        self.fair = self.config.env_config["fair_share"]
-        self.env = Engine(self.num_envs, self.config.env_config["config"])
+        """The runner's simulations, from the env's arguments (FairShareEnv's config)."""
+        self.fair = self.env_arguments["fair_share"]
+        self.env = Engine(self.num_envs, self.env_arguments["config"])
         self.rngs = []
 
     def make_module(self) -> None:

@@ -222,6 +222,8 @@ class WholeEpisodeRunner(EnvRunner):
         # learned flows), what ccgym counts as the iteration's steps.
         self.env_steps_sampled = 0
         self.module: Any = None
+        # The env's arguments: the run's env config until the curriculum gives new links.
+        self.env_arguments: dict[str, Any] = dict(self.config.env_config)
         # As RLlib's runners: the driver's runner builds no env when remote runners sample.
         if self.worker_index is None or self.worker_index > 0 or self.config.num_env_runners \
                 == 0 or self.config.create_env_on_local_worker:
@@ -230,6 +232,13 @@ class WholeEpisodeRunner(EnvRunner):
 
     def assert_healthy(self) -> None:
         assert self.env is not None and self.module is not None, "the env runner is not built"
+
+    def use_env_arguments(self, arguments: dict[str, Any]) -> None:
+        """Builds its env anew on these arguments (the curriculum's links), where it has one;
+        the next sample's seeded reset starts its episodes."""
+        self.env_arguments = arguments
+        if self.env is not None:
+            self.make_env()
 
     def sample(  # type: ignore[override]  # the base takes any keywords; RLlib's runners name these
             self, *, num_timesteps: int | None = None, num_episodes: int | None = None,
@@ -324,12 +333,12 @@ class BatchedEnvRunner(WholeEpisodeRunner):
 
     def make_env(self) -> None:
         """The algorithm's env (ccgym/Link-v0) as gymnasium's vector env of num_envs slots,
-        with the env config's arguments."""
+        with the env's arguments."""
         if self.env is not None:
             self.env.close()
         self.env = gym.make_vec(cast(str, self.config.env), num_envs=self.num_envs,
                                 vectorization_mode=self.config.gym_env_vectorize_mode,
-                                **self.config.env_config)
+                                **self.env_arguments)
 
     def make_module(self) -> None:
         """The algorithm's module in its inference-only form, for the env's spaces."""

@@ -151,8 +151,7 @@ class CurriculumSection:
     worst of them join the training links."""
 
     every: int = described(0, "Every how many iterations a search runs (after iterations "
-                           "every, 2 x every, ...); 0: no curriculum. DAgger only: its "
-                           "rollouts take new links between iterations.", NON_NEGATIVE)
+                           "every, 2 x every, ...); 0: no curriculum.", NON_NEGATIVE)
     space: str = described("default", "The link space searched: a packaged space's name or a "
                            "TOML file, relative to the config file (configs/spaces/default.toml "
                            "documents the keys). Searched less its competitors: a training "
@@ -167,13 +166,6 @@ class CurriculumSection:
                                      "whose best the policy is measured against.",
                                      LIST_OF_STRINGS)
     duration_s: float = described(10.0, "Simulated seconds of each search run.", POSITIVE)
-
-    def check(self, config: TrainConfig) -> tuple[str, str] | None:
-        if self.every and config.algorithm.name != "dagger":
-            return "curriculum.every", (f"the curriculum needs the dagger trainer (its rollouts "
-                                        f"take new links between iterations), got "
-                                        f"{config.algorithm.name}")
-        return None
 
 
 @dataclass

@@ -63,8 +63,9 @@ def test_a_fixed_window_loses_most_on_the_fastest_link(tmp_path: Path, capsys) -
     assert fastest["link"] in printed.splitlines()[3]  # the table's first row: the worst
 
 
+# Runs of 6 s: the default space starts a competitor up to 5 s after the first flow.
 DEFAULT_ARGS = ("--scheme", "fixed:10", "--baselines", "cubic,bbr", "--trials", "6", "--seeds",
-                "2", "--duration-s", "3", "--seed", "7", "--keep", "6")
+                "2", "--duration-s", "6", "--seed", "7", "--keep", "6")
 
 
 def _without_times(trials: dict) -> dict:
@@ -84,7 +85,7 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
     # The replay command the search prints scores the found links as the search did.
     found = tmp_path / "a.toml"
     space = load_space(find_space("default"))
-    replay = replay_command(Search(space, "fixed:10", ("cubic", "bbr"), 2, 7, 3.0), str(found))
+    replay = replay_command(Search(space, "fixed:10", ("cubic", "bbr"), 2, 7, 6.0), str(found))
     rows_file = tmp_path / "rows.json"
     assert main([*shlex.split(replay)[1:], "--no-progress", "--json", str(rows_file)]) == 0
     rows = json.loads(rows_file.read_text())
@@ -94,6 +95,39 @@ def test_the_same_seed_gives_the_same_search_and_eval_scores_the_found_links_ali
         assert mine["cubic"] == pytest.approx(trial["baseline_scores"]["cubic"], abs=1e-9)
     # The default space draws every delivery process and competitors; six trials meet some.
     assert {t["params"]["delivery"] for t in first["trials"]} != {"constant"}
+
+
+def test_the_largest_gaps_are_confirmed_at_fresh_seeds_and_kept_by_the_lesser_gap(
+        tmp_path: Path, capsys) -> None:
+    found, trials_file = tmp_path / "found.toml", tmp_path / "trials.json"
+    # DEFAULT_ARGS keeping 2 of its 6 trials: the 4 of the largest trial gaps are confirmed at
+    # seeds 9-10, the two after the trials' 7-8. With the progress bar, which says so.
+    assert main(["search", *DEFAULT_ARGS[:-2], "--keep", "2", "-o", str(found), "--json",
+                 str(trials_file)]) == 0
+    assert "confirm at seeds 9-10" in capsys.readouterr().err
+    trials = json.loads(trials_file.read_text())
+    assert trials["seeds"] == [7, 8] and trials["confirm_seeds"] == [9, 10]
+    by_trial_gap = sorted(trials["trials"], key=lambda t: (-t["gap"], t["trial"]))
+    confirmed = [t for t in trials["trials"] if t["confirmed_gap"] is not None]
+    assert [t["trial"] for t in confirmed] == sorted(t["trial"] for t in by_trial_gap[:4])
+    for trial in confirmed:
+        assert trial["kept_gap"] == min(trial["gap"], trial["confirmed_gap"])
+    assert trials["kept"] == [t["trial"] for t in sorted(
+        confirmed, key=lambda t: (-t["kept_gap"], t["trial"]))][:2]
+    # The seeds are fresh: the default space's noisy links score otherwise at them.
+    assert any(t["confirmed_score"] != t["score"] for t in confirmed)
+
+    # `ccgym eval` at the confirmation's seeds replays the confirmed scores of the kept links.
+    rows_file = tmp_path / "rows.json"
+    assert main(["eval", "--links", str(found), "--schemes", "fixed:10,cubic,bbr", "--seed", "9",
+                 "--runs", "2", "--duration-s", "6", "--no-progress", "--json",
+                 str(rows_file)]) == 0
+    rows = json.loads(rows_file.read_text())
+    for number in trials["kept"]:
+        trial = trials["trials"][number]
+        mine = {r["scheme"]: r["score"] for r in rows if r["link"] == trial["link"]}
+        assert mine["fixed:10"] == pytest.approx(trial["confirmed_score"], abs=1e-9)
+        assert mine["bbr"] == pytest.approx(trial["confirmed_baseline_scores"]["bbr"], abs=1e-9)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -186,7 +220,7 @@ def test_a_learned_policy_is_searched_alike_twice(tmp_path: Path) -> None:
     policy = tmp_path / "policy.pt"
     LstmPolicy(hidden_size=8).save(policy)
     args = ("--scheme", f"lstm:{policy}", "--baselines", "vegas", "--trials", "3", "--seeds", "2",
-            "--duration-s", "2", "--seed", "3")
+            "--duration-s", "6", "--seed", "3")
     first, _, first_text = search(tmp_path, *args, name="a")
     second, _, second_text = search(tmp_path, *args, name="b")
     assert _without_times(first) == _without_times(second)

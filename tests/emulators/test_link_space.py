@@ -17,6 +17,7 @@ from ccgym.emulators.links import build_links, link_set_text, load_link_set
 
 CELLULAR_OWN_ACK = {"rate_mbps": 12.3, "delay_ms": 25.0, "delivery": "cellular", "ack": "own",
                     "buffer": "finite", "buffer_bdp": 2.0, "loss": 0.01, "competitor": "bbr",
+                    "first": "scheme", "interval_s": 1.5,
                     "cellular_rate_range": 10.0, "cellular_volatility_per_sqrt_s": 0.5,
                     "cellular_mean_time_between_outages_s": 20.0, "cellular_mean_outage_s": 0.5}
 
@@ -49,7 +50,7 @@ def test_a_drawn_cellular_link_loads_with_its_ack_trace_buffer_and_competitor() 
     [link] = build_links(space.path, "search", [table])
     fields = spec_fields(link.spec)
     assert fields["trace"] != fields["ack_trace"]  # independent draws of one model
-    assert link.competitors == ("bbr",)
+    assert (link.competitors, link.first, link.interval_s) == (("bbr",), "scheme", 1.5)
     assert _core.parse_link_spec(link.spec).loss == 0.01
 
 

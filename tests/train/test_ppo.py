@@ -124,6 +124,46 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     assert [h["iteration"] for h in resumed.history] == [1.0, 2.0]
 
 
+# A curriculum round's space: constant links at 20 ms, of 4-48 Mbit/s.
+CURRICULUM_SPACE = """
+rate_mbps = { min = 4, max = 48, log = true }
+delay_ms = 20
+buffer_bdp = 1
+loss = 0
+delivery = ["constant"]
+"""
+
+
+def test_the_curriculum_trains_ppo_on_the_links_found_and_resumes_exactly(tmp_path: Path) -> None:
+    space = tmp_path / "space.toml"
+    space.write_text(CURRICULUM_SPACE)
+
+    def config(iterations: int, every: int = 2) -> TrainConfig:
+        return ppo_config(run={"iterations": iterations, "num_envs": 4, "episode_ms": 500.0},
+                          ppo={"minibatch_size": 100},
+                          curriculum={"every": every, "space": str(space), "trials": 2,
+                                      "seeds": 1, "keep": 1, "weight": 0.5,
+                                      "baselines": ["vegas"], "duration_s": 2.0})
+
+    # A round before iteration 3; the run stops after it and resumes for iteration 4, which no
+    # round precedes: its env runners are built on the training links and then on the mix.
+    first = train(config(3), tmp_path / "resumed", progress=False, say=quiet)
+    assert len(first.curriculum) == 1
+    resumed = train(config(4), tmp_path / "resumed", resume=True, progress=False, say=quiet)
+    straight = train(config(4), tmp_path / "straight", progress=False, say=quiet)
+    assert resumed.curriculum == straight.curriculum == first.curriculum
+    assert resumed.history == straight.history
+    a = _learner_weights(tmp_path / "straight" / "checkpoint.pt")
+    b = _learner_weights(tmp_path / "resumed" / "checkpoint.pt")
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+    # The found link is trained on: without rounds the same seed goes alike up to the round,
+    # and otherwise after it.
+    alone = train(config(4, every=0), tmp_path / "alone", progress=False, say=quiet)
+    assert alone.history[:2] == straight.history[:2]
+    assert alone.history[2:] != straight.history[2:]
+
+
 def test_warm_start_loads_dagger_weights_exactly(tmp_path: Path) -> None:
     dagger_doc = {
         "run": {"name": "tiny", "seed": 3, "workers": 0, "iterations": 1, "num_envs": 2,
