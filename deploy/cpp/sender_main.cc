@@ -18,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deploy/cpp/flags.hh"
@@ -37,6 +38,7 @@ namespace {
 
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr const char* kLstmPrefix = "lstm:";
+constexpr std::string_view kCompeteOption = ":compete=";
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.
@@ -102,7 +104,7 @@ net::Flags sender_flags() {
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
        {"scheme", "SPEC",
         "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() +
-            "), or lstm:FILE.onnx",
+            "), or lstm:FILE.onnx[:compete=SCHEME]",
         "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},
@@ -152,7 +154,19 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
   const uint64_t hidden = flags.integer("hidden");
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
     auto window = std::make_unique<ExternalWindow>(kInitialWindow);
-    const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
+    std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
+    // lstm:FILE.onnx:compete=SCHEME: a classic scheme underneath (the competitive mode).
+    const std::size_t option = model.rfind(kCompeteOption);
+    if (option != std::string::npos) {
+      const std::string classic = model.substr(option + kCompeteOption.size());
+      model.resize(option);
+      try {
+        check_classic_scheme(classic);
+        window->compete_with(make_controller(classic, flags.integer("seed")));
+      } catch (const std::invalid_argument& e) {
+        flags.fail(std::string("--scheme: compete=") + classic + ": " + e.what());
+      }
+    }
     try {
       *policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());
     } catch (const std::runtime_error& e) {
