@@ -25,6 +25,11 @@ struct CompeteRule {
   // the min RTT means the queue did not nearly empty, which a flow that keeps its own queue
   // short sees only when something beside it fills the buffer.
   double standing_above = 0.1;
+  // And the smoothed queueing delay at least this fraction of the min RTT: the reading is a
+  // ratio, and a queue of a datagram or two that never quite empties (the packaged generalist
+  // keeps 0.5 ms at 24 Mbit/s, 40 ms, read as 0.5) is the flow's own, not a buffer filler's,
+  // which stands at a good part of the buffer (a BDP is a min RTT of delay).
+  double queue_above_min_rtt = 0.1;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
@@ -44,7 +49,8 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   features.keep_competition_readings();
   const FeatureValues& v = features.values();
   window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
-  const bool standing = v.standing_queue > rule.standing_above;
+  const bool standing = v.standing_queue > rule.standing_above &&
+                        v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms;
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {

@@ -23,13 +23,14 @@ struct Outcome {
   bool competing_at_end;
 };
 
-// Flow 0, the external one, beside `others` (started at 0, stopped at stop_ms), run to
-// until_ms with a decision every kStepMs; compete: the classic underneath, "" for none.
+// Flow 0, the external one, beside `others`, all started at 0 (a flow that joins a queue
+// a constant window keeps full measures that queue as its min RTT: nothing could tell it),
+// the others stopped at stop_ms; run to until_ms with a decision every kStepMs. compete:
+// the classic underneath, "" for none.
 Outcome run(const std::string& compete, const std::vector<std::string>& others, double until_ms,
             double from_ms, double others_stop_ms = kNever) {
   std::vector<FlowSpec> flows(1);
   flows[0].scheme = std::string(kExternalScheme);
-  flows[0].start_ms = others.empty() ? 0 : 2000;
   for (const std::string& scheme : others) {
     FlowSpec f;
     f.scheme = scheme;
