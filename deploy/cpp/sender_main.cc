@@ -88,6 +88,7 @@ class LearnedPolicy {
   }
   int hidden_size() const { return runner_.hidden_size(); }
   const DecisionTimes& times() const { return times_; }
+  const ExternalWindow& window() const { return *window_; }
 
  private:
   PolicyRunner runner_;
@@ -297,6 +298,11 @@ void UdpSender::summarize() const {
     std::fprintf(stderr, "ccgym-sender: policy: %llu decisions, median %.0f us, p99 %.0f us\n",
                  static_cast<unsigned long long>(policy_->times().total()),
                  policy_->times().quantile_us(0.5), policy_->times().quantile_us(0.99));
+  }
+  if (policy_ && policy_->window().can_compete()) {
+    std::fprintf(stderr, "ccgym-sender: competitive mode: %llu of %llu decisions\n",
+                 static_cast<unsigned long long>(policy_->window().competing_decisions()),
+                 static_cast<unsigned long long>(policy_->window().decisions()));
   }
 }
 
