@@ -28,11 +28,13 @@ class LstmScheme:
                  policy: LstmPolicy | OnnxPolicy | None = None) -> None:
         # The classic scheme under each flow (compete=), its competitive mode; None: none.
         self.compete: str | None = None
+        self.restart = False  # whether it starts afresh on each entry (restart=1)
         if policy is None:
             if argument is None:
                 raise UserError("lstm: give a run folder or a policy file")
             policy_text, options = split_policy_options(str(argument))
             self.compete = options.get("compete")
+            self.restart = options.get("restart") == "1"
             path = resolve_policy_path(policy_text)
             try:
                 if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
@@ -64,7 +66,7 @@ class LstmScheme:
         self._starting = np.ones(n, dtype=bool)
         if self.compete is not None:
             for slot in slots:
-                slot.sim.compete(self.compete, slot.flow)
+                slot.sim.compete(self.compete, slot.flow, self.restart)
 
     def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):

@@ -30,6 +30,8 @@ def without_scheme(argument: str) -> str:
 POLICY_OPTIONS = {
     "compete": "a classic scheme (its name alone, e.g. bbr) run underneath; the flow sends "
                "under its window while the queue does not drain (a buffer filler beside it)",
+    "restart": "1: the classic starts afresh each time it takes over (0, the default: it "
+               "has been fed the flow's ACKs all along)",
 }
 
 
@@ -55,6 +57,10 @@ def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
             raise UserError(f"lstm:{argument}: option '{key}' needs a value ({key}=VALUE)")
         options[key] = value
         text = head
+    if options.get("restart", "0") not in ("0", "1"):
+        raise UserError(f"lstm:{argument}: option 'restart' must be 0 or 1")
+    if "restart" in options and "compete" not in options:
+        raise UserError(f"lstm:{argument}: option 'restart' needs compete=SCHEME")
     if "compete" in options:
         try:
             _core.validate_classic_scheme(options["compete"])

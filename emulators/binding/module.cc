@@ -283,10 +283,10 @@ NB_MODULE(_core, m) {
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
-      .def("compete", [](Simulator& s, const std::string& spec, std::size_t flow) {
+      .def("compete", [](Simulator& s, const std::string& spec, std::size_t flow, bool restart) {
         check_flow(s, flow);
-        s.compete(flow, spec);
-      }, "spec"_a, "flow"_a = 0,
+        s.compete(flow, spec, restart);
+      }, "spec"_a, "flow"_a = 0, "restart"_a = false,
       "Puts a classic scheme under the external flow: its competitive mode (policy_action.hh).")
       .def("competitive_mode", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);

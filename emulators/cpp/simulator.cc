@@ -54,12 +54,14 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
   step_stats_.resize(flows.size());
 }
 
-void Simulator::compete(std::size_t flow, const std::string& spec) {
+void Simulator::compete(std::size_t flow, const std::string& spec, bool restart_on_entry) {
   if (flow >= externals_.size() || externals_[flow] == nullptr) {
     throw std::invalid_argument("flow " + std::to_string(flow) + " is not external");
   }
   check_classic_scheme(spec);
-  externals_[flow]->compete_with(make_controller(spec, derive_seed(seed_, kFirstFlowPart + flow)));
+  const uint64_t seed = derive_seed(seed_, kFirstFlowPart + flow);
+  externals_[flow]->compete_with([spec, seed] { return make_controller(spec, seed); },
+                                 restart_on_entry);
 }
 
 double Simulator::min_rtt_ms() const {

@@ -93,13 +93,27 @@ TEST(CompetitiveMode, WithoutAClassicTheWindowIsThePolicys) {
 
 TEST(CompetitiveMode, LeavingRestartsThePolicyFromTheClassicsWindow) {
   ExternalWindow window(20);
-  window.compete_with(make_controller("fixed:window=70"));
+  window.compete_with([] { return make_controller("fixed:window=70"); });
   window.set_competing(true);
   EXPECT_DOUBLE_EQ(window.window_size(), 70);
   window.set_classic_ceiling(50);  // the growth ceiling bounds the classic's window
   EXPECT_DOUBLE_EQ(window.window_size(), 50);
   window.set_competing(false);
   EXPECT_DOUBLE_EQ(window.window_size(), 50);
+}
+
+TEST(CompetitiveMode, RestartMakesTheClassicAfreshOnEachEntryOnly) {
+  for (const bool restart : {false, true}) {
+    int made = 0;
+    ExternalWindow window(20);
+    window.compete_with([&made] { ++made; return make_controller("cubic"); }, restart);
+    EXPECT_EQ(made, 1);
+    window.set_competing(true);
+    window.set_competing(true);  // staying in is no entry
+    window.set_competing(false);
+    window.set_competing(true);
+    EXPECT_EQ(made, restart ? 3 : 1);
+  }
 }
 
 TEST(CompetitiveMode, ASimulatorRefusesAClassicUnderANonExternalFlow) {

@@ -23,6 +23,8 @@ DEEP = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
 
 def test_options_split_off_the_policy() -> None:
     assert split_policy_options("generalist:compete=bbr") == ("generalist", {"compete": "bbr"})
+    assert split_policy_options("a.pt:compete=bbr:restart=1") == (
+        "a.pt", {"compete": "bbr", "restart": "1"})
     assert split_policy_options("runs/quick") == ("runs/quick", {})
     assert split_policy_options("C:/x.pt") == ("C:/x.pt", {})  # no '=': part of the path
     assert with_policy_options("lstm:a.onnx", {"compete": "cubic"}) == "lstm:a.onnx:compete=cubic"
@@ -35,11 +37,13 @@ def test_a_path_that_exists_is_taken_whole(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("argument", "problem"), [
-    ("generalist:speed=2", "unknown option 'speed' (valid: compete)"),
+    ("generalist:speed=2", "unknown option 'speed' (valid: compete, restart)"),
     ("generalist:compete=nosuch", "unknown scheme 'nosuch'"),
     ("generalist:compete=external", "not a classic scheme"),
     ("generalist:compete=", "needs a value"),
     ("generalist:compete=bbr:compete=cubic", "given twice"),
+    ("generalist:compete=bbr:restart=2", "'restart' must be 0 or 1"),
+    ("generalist:restart=1", "'restart' needs compete=SCHEME"),
 ])
 def test_a_bad_option_is_refused(argument: str, problem: str) -> None:
     with pytest.raises(UserError, match=re.escape(problem)):
