@@ -120,11 +120,12 @@ def test_a_learned_policy_runs_in_the_real_sender(tmp_path: Path) -> None:
     assert timing and 150 <= int(timing.group(1)) <= 201 and int(timing.group(2)) > 0
 
 
-def test_the_competitive_mode_runs_in_the_real_sender(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["lstm:generalist:compete=cubic",
+                                    "lstm:generalist:compete=bbr:restart=1"])
+def test_the_competitive_mode_runs_in_the_real_sender(tmp_path: Path, scheme: str) -> None:
     """lstm:POLICY:compete=SCHEME reaches the sender (and the simulator beside it): alone on a
     constant link the mode never switches on, as in the simulator."""
     logs = tmp_path / "logs"
-    scheme = "lstm:generalist:compete=cubic"
     rows = by_scheme(run_cli(tmp_path, "--link", "rate_mbps=12,delay_ms=20", "--scheme", scheme,
                              "--duration-s", "2", "--simulate", "--logs", str(logs)))
     assert rows[scheme]["throughput_mbps"] > 0 and f"{scheme} (simulated)" in rows
