@@ -135,13 +135,10 @@ class ExternalWindow final : public Controller {
   }
   bool can_compete() const { return classic_ != nullptr; }
   bool competing() const { return competing_; }
-  // Enters or leaves competitive mode (needs compete_with). Leaving restarts the policy's
-  // window from the classic's current one: that is the flight the flow holds now, at the
-  // share it has won, so the policy starts from where the path is rather than from a window
-  // of before the competitor came; its own actions then move it down as the queue asks.
+  // Enters or leaves competitive mode (needs compete_with); the policy's window is then
+  // set_window's (update_competitive_mode restarts it on leaving).
   void set_competing(bool on) {
     if (on && !competing_ && restart_on_entry_) classic_ = make_classic_();
-    if (!on && competing_) window_ = window_size();
     competing_ = on && classic_ != nullptr;
   }
   // The most the classic's window may be in competitive mode. A classic that has not driven

