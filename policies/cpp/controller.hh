@@ -126,8 +126,9 @@ class ExternalWindow final : public Controller {
   // afresh on each entry into competitive mode instead. The classic fed while the policy
   // drove has measured the policy's small share: bbr's bandwidth estimate then grows by a
   // quarter per 8-RTT cycle, where a fresh bbr's startup finds its share within a few RTTs
-  // (beside bbr, 0.13-0.45 fed against 0.37-0.51 fresh, docs/usage.md); a fresh cubic's slow
-  // start, though, ends in a loss and a cut (beside cubic, 0.23-0.40 fresh against 0.39-0.53).
+  // (the generalist beside bbr on shared-bottleneck's links, 60 s: 0.13-0.38 with a fresh
+  // bbr, 0.10-0.19 with a fed one); a fresh cubic's slow start, though, ends in a loss and a
+  // cut each time (beside cubic: 0.20-0.46 fresh, 0.35-0.56 fed). bench_coexist.py --only pair.
   void compete_with(ClassicMaker make_classic, bool restart_on_entry = false) {
     make_classic_ = std::move(make_classic);
     restart_on_entry_ = restart_on_entry;

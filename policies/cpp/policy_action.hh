@@ -40,7 +40,7 @@ struct CompeteRule {
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
-  // second on paths of up to about 100 ms.
+  // second or two on paths of up to about 100 ms.
   double enter_after_rtts = 8;
   // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
   // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
