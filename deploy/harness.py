@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,8 @@ from ccgym.measure.logs import (PacketLog, packet_log_from_acks, packet_log_from
                                  read_tsv_log)
 from ccgym.policies import packaged_policies
 from ccgym.policies.onnx_policy import OnnxPolicy
-from ccgym.policies.policy_path import resolve_policy_path
+from ccgym.policies.policy_path import (resolve_policy_path, split_policy_options,
+                                       with_policy_options)
 
 PROGRAMS = ("ccgym-sender", "ccgym-receiver", "ccgym-link")
 # A program prints this first line once its socket is bound.
@@ -332,6 +334,8 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         except ValueError as e:
             raise UserError(f"--scheme: {e} (also: lstm:RUN_DIR)") from e
         return Schemes(scheme, scheme)
+    argument, options = split_policy_options(argument)
+    with_options = partial(with_policy_options, options=options)
     if argument.endswith(".onnx"):
         onnx_path = Path(argument).expanduser()
         if not onnx_path.is_file():
@@ -341,7 +345,8 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
         except ValueError as e:
             raise UserError(f"--scheme {scheme}: {e}") from None
         beside = onnx_path.with_suffix(".pt")
-        return Schemes(f"lstm:{onnx_path}", f"lstm:{beside}" if beside.is_file() else None)
+        return Schemes(with_options(f"lstm:{onnx_path}"),
+                       with_options(f"lstm:{beside}") if beside.is_file() else None)
 
     from ccgym.deploy.export import export_policy
     from ccgym.policies.lstm import LstmPolicy
@@ -349,10 +354,10 @@ def resolve_scheme(scheme: str, workdir: Path) -> Schemes:
     source = resolve_policy_path(argument)
     shipped = packaged_policies.shipped_onnx(source)
     if shipped is not None:  # a packaged policy: its export ships beside it
-        return Schemes(f"lstm:{shipped}", f"lstm:{source}")
+        return Schemes(with_options(f"lstm:{shipped}"), with_options(f"lstm:{source}"))
     try:
         policy = LstmPolicy.load(source)
     except (ValueError, RuntimeError, OSError) as e:
         raise UserError(f"--scheme {scheme}: cannot load the policy: {e}") from e
     onnx_path = export_policy(policy, workdir / "policy.onnx")
-    return Schemes(f"lstm:{onnx_path}", f"lstm:{source}")
+    return Schemes(with_options(f"lstm:{onnx_path}"), with_options(f"lstm:{source}"))

@@ -1,4 +1,5 @@
-"""The trained LSTM policy as a scheme of `ccgym eval`: `--schemes lstm:runs/NAME`.
+"""The trained LSTM policy as a scheme of `ccgym eval`: `--schemes lstm:runs/NAME`, with
+options after it (`lstm:runs/NAME:compete=bbr`, policy_path.POLICY_OPTIONS).
 
 Every STEP_MS it reads each flow's observation from the C++ features (the ones the training
 environment and the C++ sender use), runs one batched policy step over all flows, and applies
@@ -17,7 +18,7 @@ from ccgym.emulators.stepping import Slot
 from ccgym.errors import UserError
 from ccgym.policies.lstm import LstmPolicy, LstmState, one_inference_thread
 from ccgym.policies.onnx_policy import OnnxPolicy, OnnxState
-from ccgym.policies.policy_path import resolve_policy_path
+from ccgym.policies.policy_path import resolve_policy_path, split_policy_options
 
 
 class LstmScheme:
@@ -25,10 +26,16 @@ class LstmScheme:
 
     def __init__(self, argument: str | os.PathLike | None = None,
                  policy: LstmPolicy | OnnxPolicy | None = None) -> None:
+        # The classic scheme under each flow (compete=), its competitive mode; None: none.
+        self.compete: str | None = None
+        self.restart = False  # whether it starts afresh on each entry (restart=1)
         if policy is None:
             if argument is None:
                 raise UserError("lstm: give a run folder or a policy file")
-            path = resolve_policy_path(argument)
+            policy_text, options = split_policy_options(str(argument))
+            self.compete = options.get("compete")
+            self.restart = options.get("restart") == "1"
+            path = resolve_policy_path(policy_text)
             try:
                 if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
                     policy = OnnxPolicy(path)
@@ -57,6 +64,9 @@ class LstmScheme:
         self._state = self.policy.initial_state(n)
         self._previous = np.full(n, _core.HOLD_ACTION, dtype=np.int64)
         self._starting = np.ones(n, dtype=bool)
+        if self.compete is not None:
+            for slot in slots:
+                slot.sim.compete(self.compete, slot.flow, self.restart)
 
     def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):

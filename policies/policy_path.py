@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ccgym.emulators import _core
 from ccgym.errors import UserError
 from ccgym.files import name_problem
 from ccgym.policies import packaged_policies
@@ -22,6 +23,55 @@ SCHEME_PREFIX = "lstm:"  # eval's scheme of a policy; where a policy alone is as
 def without_scheme(argument: str) -> str:
     """A policy argument with eval's `lstm:` taken off, if it has one."""
     return argument.strip().removeprefix(SCHEME_PREFIX)
+
+
+# The options a learned scheme takes after its policy, `lstm:POLICY:KEY=VALUE`, as the
+# catalog's schemes take theirs (`cubic:beta=0.7`), with what each means.
+POLICY_OPTIONS = {
+    "compete": "a classic scheme (its name alone, e.g. bbr) run underneath; the flow sends "
+               "under its window while the queue does not drain (a buffer filler beside it)",
+    "restart": "1: the classic starts afresh each time it takes over (0, the default: it "
+               "has been fed the flow's ACKs all along)",
+}
+
+
+def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
+    """`POLICY[:KEY=VALUE...]` (the text after `lstm:`) -> (POLICY, {KEY: VALUE}). A trailing
+    `:part` holding `=` is an option, unless the whole text names a file or folder that exists
+    (which comes first, as in resolve_policy_path): a policy's path cannot end in :KEY=VALUE
+    otherwise. UserError for an unknown or repeated key, an empty value, or a compete= that
+    names no classic scheme."""
+    text = argument.strip()
+    options: dict[str, str] = {}
+    while not Path(text).expanduser().exists():
+        head, colon, part = text.rpartition(":")
+        if not colon or "=" not in part:
+            break
+        key, _, value = part.partition("=")
+        if key not in POLICY_OPTIONS:
+            raise UserError(f"lstm:{argument}: unknown option '{key}' "
+                            f"(valid: {', '.join(POLICY_OPTIONS)})")
+        if key in options:
+            raise UserError(f"lstm:{argument}: option '{key}' given twice")
+        if not value:
+            raise UserError(f"lstm:{argument}: option '{key}' needs a value ({key}=VALUE)")
+        options[key] = value
+        text = head
+    if options.get("restart", "0") not in ("0", "1"):
+        raise UserError(f"lstm:{argument}: option 'restart' must be 0 or 1")
+    if "restart" in options and "compete" not in options:
+        raise UserError(f"lstm:{argument}: option 'restart' needs compete=SCHEME")
+    if "compete" in options:
+        try:
+            _core.validate_classic_scheme(options["compete"])
+        except ValueError as e:
+            raise UserError(f"lstm:{argument}: compete={options['compete']}: {e}") from e
+    return text, options
+
+
+def with_policy_options(scheme: str, options: dict[str, str]) -> str:
+    """`scheme` (lstm:POLICY) with the options of split_policy_options after it again."""
+    return scheme + "".join(f":{key}={value}" for key, value in options.items())
 
 
 def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Path:

@@ -18,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deploy/cpp/flags.hh"
@@ -37,6 +38,7 @@ namespace {
 
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr const char* kLstmPrefix = "lstm:";
+constexpr std::string_view kCompeteOption = "compete=";
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.
@@ -86,6 +88,7 @@ class LearnedPolicy {
   }
   int hidden_size() const { return runner_.hidden_size(); }
   const DecisionTimes& times() const { return times_; }
+  const ExternalWindow& window() const { return *window_; }
 
  private:
   PolicyRunner runner_;
@@ -102,7 +105,7 @@ net::Flags sender_flags() {
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
        {"scheme", "SPEC",
         "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() +
-            "), or lstm:FILE.onnx",
+            "), or lstm:FILE.onnx[:compete=SCHEME][:restart=1]",
         "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},
@@ -152,7 +155,33 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
   const uint64_t hidden = flags.integer("hidden");
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
     auto window = std::make_unique<ExternalWindow>(kInitialWindow);
-    const std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
+    std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
+    // lstm:FILE.onnx[:compete=SCHEME][:restart=0|1], in any order: a classic scheme
+    // underneath, the competitive mode (ExternalWindow::compete_with).
+    std::string classic;
+    bool restart = false;
+    for (std::size_t colon = model.rfind(':');
+         colon != std::string::npos && model.find('=', colon) != std::string::npos;
+         model.resize(colon), colon = model.rfind(':')) {
+      const std::string option = model.substr(colon + 1);
+      if (option.rfind(kCompeteOption, 0) == 0) {
+        classic = option.substr(kCompeteOption.size());
+      } else if (option == "restart=1" || option == "restart=0") {
+        restart = option == "restart=1";
+      } else {
+        flags.fail("--scheme: unknown option '" + option +
+                   "' (valid: compete=SCHEME, restart=0|1)");
+      }
+    }
+    if (!classic.empty()) {
+      try {
+        check_classic_scheme(classic);
+      } catch (const std::invalid_argument& e) {
+        flags.fail(std::string("--scheme: compete=") + classic + ": " + e.what());
+      }
+      const uint64_t seed = flags.integer("seed");
+      window->compete_with([classic, seed] { return make_controller(classic, seed); }, restart);
+    }
     try {
       *policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());
     } catch (const std::runtime_error& e) {
@@ -283,6 +312,11 @@ void UdpSender::summarize() const {
     std::fprintf(stderr, "ccgym-sender: policy: %llu decisions, median %.0f us, p99 %.0f us\n",
                  static_cast<unsigned long long>(policy_->times().total()),
                  policy_->times().quantile_us(0.5), policy_->times().quantile_us(0.99));
+  }
+  if (policy_ && policy_->window().can_compete()) {
+    std::fprintf(stderr, "ccgym-sender: competitive mode: %llu of %llu decisions\n",
+                 static_cast<unsigned long long>(policy_->window().competing_decisions()),
+                 static_cast<unsigned long long>(policy_->window().decisions()));
   }
 }
 

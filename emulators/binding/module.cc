@@ -283,6 +283,22 @@ NB_MODULE(_core, m) {
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
+      .def("compete", [](Simulator& s, const std::string& spec, std::size_t flow, bool restart) {
+        check_flow(s, flow);
+        s.compete(flow, spec, restart);
+      }, "spec"_a, "flow"_a = 0, "restart"_a = false,
+      "Puts a classic scheme under the external flow: its competitive mode (policy_action.hh).")
+      .def("competitive_mode", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        ExternalWindow* w = s.external(flow);
+        if (!w) throw std::invalid_argument("flow's scheme is not 'external'");
+        nb::dict d;
+        d["competing"] = w->competing();
+        d["decisions"] = w->decisions();
+        d["competing_decisions"] = w->competing_decisions();
+        return d;
+      }, "flow"_a = 0,
+      "Whether the flow is in competitive mode now, and its decisions in all and in that mode.")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow, int version) {
         check_flow(s, flow);
         const int dim = observation_dim(version);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <mutex>
 
 #include "emulators/cpp/step_workers.hh"
@@ -35,7 +36,7 @@ void PacketLog::clear() {
 
 Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, uint64_t seed,
                      bool record_log)
-    : link_(link), record_log_(record_log) {
+    : link_(link), record_log_(record_log), seed_(seed) {
   if (flows.empty()) throw std::invalid_argument("a simulation needs at least one flow");
   if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = shared_ack_jitter_ms(link);
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
@@ -51,6 +52,16 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
     externals_.push_back(external);
   }
   step_stats_.resize(flows.size());
+}
+
+void Simulator::compete(std::size_t flow, const std::string& spec, bool restart_on_entry) {
+  if (flow >= externals_.size() || externals_[flow] == nullptr) {
+    throw std::invalid_argument("flow " + std::to_string(flow) + " is not external");
+  }
+  check_classic_scheme(spec);
+  const uint64_t seed = derive_seed(seed_, kFirstFlowPart + flow);
+  externals_[flow]->compete_with([spec, seed] { return make_controller(spec, seed); },
+                                 restart_on_entry);
 }
 
 double Simulator::min_rtt_ms() const {

@@ -70,6 +70,11 @@ class Simulator {
   SenderModel& sender(std::size_t flow) { return *senders_[flow]; }
   // The flow's controller if it is external; nullptr otherwise.
   ExternalWindow* external(std::size_t flow) { return externals_[flow]; }
+  // Puts the classic scheme `spec` (make_controller; not external) under external flow `flow`
+  // (ExternalWindow::compete_with, restart_on_entry as there), seeded as a classic flow in
+  // its place would be. Throws std::invalid_argument for a bad spec or a flow that is not
+  // external.
+  void compete(std::size_t flow, const std::string& spec, bool restart_on_entry = false);
   const StepStats& step_stats(std::size_t flow) const { return step_stats_[flow]; }
   // Flows sending now (started, not stopped), classic and external alike.
   std::size_t active_flows() const;
@@ -96,6 +101,7 @@ class Simulator {
   std::vector<StepStats> step_stats_;
   PacketLog log_;
   bool record_log_;
+  uint64_t seed_;
   double now_ms_ = 0;
 };
 

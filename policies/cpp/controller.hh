@@ -3,7 +3,9 @@
 // milliseconds; "sender clock" and "receiver clock" are the two endpoints' clocks
 // (the same clock in the simulator, possibly unsynchronized on a real path).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -85,21 +87,90 @@ std::string classic_scheme_names();
 
 // A window set from outside (the learned policy, the oracle, Python): the
 // controller that policies which act every 10 ms drive.
+//
+// It may hold a classic controller underneath (compete_with), after Orca's classic window
+// under the agent: that controller sees every send, ACK and timeout of the flow, whichever
+// window is in use, so it is ready when it takes over. In competitive mode (set_competing;
+// policy_action.hh's update_competitive_mode decides, by Copa's drain test) the flow sends
+// under the classic's window and pacing instead of the policy's, to hold a share beside a
+// buffer filler that a delay-keeping policy would yield to.
 class ExternalWindow final : public Controller {
  public:
   explicit ExternalWindow(double window = 10) : window_(window) {}
   void set_window(double window) { window_ = window; }
-  double window_size() override { return window_; }
-  void on_ack(uint64_t, double, double, double) override {}
+  double window_size() override {
+    return competing_ ? std::min(classic_->window_size(), classic_ceiling_) : window_;
+  }
+  void on_sent(uint64_t seq, double send_ms) override {
+    if (classic_) classic_->on_sent(seq, send_ms);
+  }
+  void on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) override {
+    if (classic_) classic_->on_ack(seq, send_ms, recv_ms, ack_ms);
+  }
+  double timeout_ms() override {
+    return competing_ ? classic_->timeout_ms() : Controller::timeout_ms();
+  }
+  void on_timeout(double now_ms) override {
+    if (classic_) classic_->on_timeout(now_ms);
+  }
+  double pacing_rate_mbps() override { return competing_ ? classic_->pacing_rate_mbps() : 0; }
   std::string name() const override { return std::string(kExternalScheme); }
   // The newest ACK's time (sender clock) when a learned policy last grew the window, so that
   // it grows once per ACK at most (growth_ceiling in actions.hh); -infinity before.
   double grown_at_ack_ms() const { return grown_at_ack_ms_; }
   void note_growth(double newest_ack_ms) { grown_at_ack_ms_ = newest_ack_ms; }
 
+  // Makes the classic controller (make_controller with its spec and seed).
+  using ClassicMaker = std::function<std::unique_ptr<Controller>()>;
+  // Puts a classic controller underneath, from the flow's start on. restart_on_entry: made
+  // afresh on each entry into competitive mode instead. The classic fed while the policy
+  // drove has measured the policy's small share: bbr's bandwidth estimate then grows by a
+  // quarter per 8-RTT cycle, where a fresh bbr's startup finds its share within a few RTTs
+  // (the generalist beside bbr on shared-bottleneck's links, 60 s: 0.13-0.38 with a fresh
+  // bbr, 0.10-0.19 with a fed one); a fresh cubic's slow start, though, ends in a loss and a
+  // cut each time (beside cubic: 0.20-0.46 fresh, 0.35-0.56 fed). bench_coexist.py --only pair.
+  void compete_with(ClassicMaker make_classic, bool restart_on_entry = false) {
+    make_classic_ = std::move(make_classic);
+    restart_on_entry_ = restart_on_entry;
+    classic_ = make_classic_();
+  }
+  bool can_compete() const { return classic_ != nullptr; }
+  bool competing() const { return competing_; }
+  // Enters or leaves competitive mode (needs compete_with); the policy's window is then
+  // set_window's (update_competitive_mode restarts it on leaving).
+  void set_competing(bool on) {
+    if (on && !competing_ && restart_on_entry_) classic_ = make_classic_();
+    competing_ = on && classic_ != nullptr;
+  }
+  // The most the classic's window may be in competitive mode. A classic that has not driven
+  // grows on the policy's ACKs without its window ever limiting the flow (cubic's slow start
+  // never ends where nothing is lost), so its window can be far above what the path carries:
+  // update_competitive_mode keeps this at the policy's growth ceiling, at most a doubling of
+  // the measured flight per RTT, as slow start grows.
+  void set_classic_ceiling(double window) { classic_ceiling_ = window; }
+  // The ACK time (sender clock) since which the drain test has asked for the other mode;
+  // NaN while it agrees with the mode the flow is in.
+  double mode_change_asked_ms() const { return mode_change_asked_ms_; }
+  void set_mode_change_asked_ms(double ack_ms) { mode_change_asked_ms_ = ack_ms; }
+  // Decisions taken (update_competitive_mode calls) in all and in competitive mode.
+  uint64_t decisions() const { return decisions_; }
+  uint64_t competing_decisions() const { return competing_decisions_; }
+  void count_decision() {
+    ++decisions_;
+    if (competing_) ++competing_decisions_;
+  }
+
  private:
   double window_;
   double grown_at_ack_ms_ = -std::numeric_limits<double>::infinity();
+  ClassicMaker make_classic_;
+  bool restart_on_entry_ = false;
+  std::unique_ptr<Controller> classic_;
+  bool competing_ = false;
+  double classic_ceiling_ = std::numeric_limits<double>::infinity();
+  double mode_change_asked_ms_ = std::numeric_limits<double>::quiet_NaN();
+  uint64_t decisions_ = 0;
+  uint64_t competing_decisions_ = 0;
 };
 
 }  // namespace ccgym

@@ -2,6 +2,10 @@
 // turns an action into a window, for the simulator, the environments, `ccgym eval`
 // and the UDP sender alike.
 #pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
@@ -14,9 +18,86 @@ inline double growth_ceiling(const Features& features, const ExternalWindow& win
                         features.values().last_ack_ms > window.grown_at_ack_ms());
 }
 
+// When a flow with a classic underneath (ExternalWindow::compete_with) changes mode: Copa's
+// switch (NSDI 2018), read from the drain test of observation version 6 (Features'
+// standing_queue, 0 when the queue emptied within the last kDrainRtts smoothed RTTs).
+struct CompeteRule {
+  // Copa's threshold: the least RTT of the span more than a tenth of the span's range above
+  // the min RTT means the queue did not nearly empty, which a flow that keeps its own queue
+  // short sees only when something beside it fills the buffer.
+  double standing_above = 0.1;
+  // And the smoothed queueing delay at least this fraction of the min RTT: the reading is a
+  // ratio, and a queue of a datagram or two that never quite empties (the packaged generalist
+  // keeps 0.5 ms at 24 Mbit/s, 40 ms, read as 0.5) is the flow's own, not a buffer filler's,
+  // which stands at a good part of the buffer (a BDP is a min RTT of delay).
+  double queue_above_min_rtt = 0.1;
+  // And more than this many of the flow's own datagrams queued (the smoothed queue at its
+  // delivery rate, Features::flight_packets - pipe_packets): alone on slow short paths the
+  // generalist keeps one (4 ms at 3 Mbit/s, 15 ms, 0.12 of the min RTT; with bbr underneath
+  // it then sat in the mode 86-96% of the time on three held-out-grid links), while a buffer
+  // filler's queue holds several of the flow's own ahead of each new one.
+  double queue_above_packets = 2;
+  // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
+  // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
+  // link's rate drop) must not switch it, while a buffer filler that stays is met within a
+  // second or two on paths of up to about 100 ms.
+  double enter_after_rtts = 8;
+  // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
+  // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
+  double enter_after_ms = 1000;
+  // Leaving needs the reading low for this long: one drained queue is Copa's evidence that
+  // nothing fills the buffer, and the reading already holds it for kDrainRtts.
+  double leave_after_rtts = 0;
+};
+
+// One decision's mode change, from the newest ACK's reading: the mode flips once the drain
+// test has asked for the other one for the rule's hold, measured in ACK time (sender clock),
+// so that no ACKs (an outage) change nothing. Counts the decision (ExternalWindow::decisions).
+inline void update_competitive_mode(const Features& features, ExternalWindow& window,
+                                    const CompeteRule& rule = {}) {
+  // The drain test's readings are kept from the first decision, before the first ACK.
+  features.keep_competition_readings();
+  const FeatureValues& v = features.values();
+  window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
+  const bool standing = v.standing_queue > rule.standing_above &&
+                        v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
+                        features.flight_packets() - features.pipe_packets() >
+                            rule.queue_above_packets;
+  if (standing == window.competing() || v.last_ack_ms <= 0) {
+    window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
+  } else {
+    if (std::isnan(window.mode_change_asked_ms())) window.set_mode_change_asked_ms(v.last_ack_ms);
+    const double smoothed_rtt_ms = v.min_rtt_ms + v.delay_ewma_ms;
+    const double hold_ms =
+        standing ? std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms)
+                 : rule.leave_after_rtts * smoothed_rtt_ms;
+    if (v.last_ack_ms - window.mode_change_asked_ms() >= hold_ms) {
+      // Leaving, the policy restarts from the classic's window, capped at the pipe the flow
+      // measures (its delivery rate x min RTT): the share it has won, without a queue of its
+      // own. (From the classic's window alone, bbr's 2 BDPs, the policy's queue stood at once
+      // and the flow re-entered within 0.3 s, alone on held-out-grid's 5 ms links.)
+      const double classic_window = window.window_size();
+      window.set_competing(standing);
+      if (!standing) {
+        window.set_window(std::clamp(std::min(classic_window, features.pipe_packets()),
+                                     kMinWindow, kMaxWindow));
+      }
+      window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  window.count_decision();
+}
+
 // Applies `action` to `window` (the flow's ExternalWindow), within the flow's growth ceiling
-// (apply_policy_action). Returns the new window.
+// (apply_policy_action). Returns the new window. A flow with a classic underneath first
+// updates its mode (update_competitive_mode); in competitive mode the classic's window
+// stands and the action changes nothing (the policy still reads the flow and keeps its
+// memory, ready to take over).
 inline double take_policy_action(const Features& features, ExternalWindow& window, int action) {
+  if (window.can_compete()) {
+    update_competitive_mode(features, window);
+    if (window.competing()) return window.window_size();
+  }
   const double before = window.window_size();
   const double next = apply_policy_action(before, action, growth_ceiling(features, window));
   if (next > before) window.note_growth(features.values().last_ack_ms);

@@ -120,6 +120,20 @@ def test_a_learned_policy_runs_in_the_real_sender(tmp_path: Path) -> None:
     assert timing and 150 <= int(timing.group(1)) <= 201 and int(timing.group(2)) > 0
 
 
+@pytest.mark.parametrize("scheme", ["lstm:generalist:compete=cubic",
+                                    "lstm:generalist:compete=bbr:restart=1"])
+def test_the_competitive_mode_runs_in_the_real_sender(tmp_path: Path, scheme: str) -> None:
+    """lstm:POLICY:compete=SCHEME reaches the sender (and the simulator beside it): alone on a
+    constant link the mode never switches on, as in the simulator."""
+    logs = tmp_path / "logs"
+    rows = by_scheme(run_cli(tmp_path, "--link", "rate_mbps=12,delay_ms=20", "--scheme", scheme,
+                             "--duration-s", "2", "--simulate", "--logs", str(logs)))
+    assert rows[scheme]["throughput_mbps"] > 0 and f"{scheme} (simulated)" in rows
+    mode = re.search(r"competitive mode: (\d+) of (\d+) decisions",
+                     (logs / "sender.stderr").read_text())
+    assert mode and int(mode.group(1)) == 0 and int(mode.group(2)) >= 150
+
+
 def test_remote_run_reports_rtt_based_delays(tmp_path: Path, capsys) -> None:
     """`ccgym receive` behind a 20 ms relay stands in for a far host."""
     port = free_port()
@@ -197,6 +211,8 @@ def test_receive_reports_a_port_in_use() -> None:
     (["--remote", "localhost", "--scheme", "cubic"], "HOST:PORT"),
     (["--remote", "127.0.0.1:9", "--scheme", "cubic", "--simulate"], "--simulate needs --link"),
     (["--link", "rate_mbps=12,delay_ms=20", "--scheme", "lstm:/no/such.onnx"], "no such file"),
+    (["--link", "rate_mbps=12,delay_ms=20", "--scheme", "lstm:generalist:compete=nosuch"],
+     "compete=nosuch: unknown scheme 'nosuch'"),
 ])
 def test_bad_input_is_a_clear_error(tmp_path: Path, capsys, args: list[str], message: str) -> None:
     out = tmp_path / "rows.json"

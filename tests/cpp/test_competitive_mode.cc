@@ -1,0 +1,135 @@
+// The competitive mode (policy_action.hh's update_competitive_mode): a flow that keeps a
+// short queue switches to the classic underneath beside a buffer filler, never alone, and
+// back when the queue drains; without a classic it is the plain ExternalWindow of before.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "emulators/cpp/simulator.hh"
+#include "policies/cpp/policy_action.hh"
+
+namespace ccgym {
+namespace {
+
+// 24 Mbit/s, 20 ms: a pipe of 80 datagrams, a buffer of 4 pipes that fixed:200 keeps full.
+constexpr const char* kDeepLink = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320";
+// The stand-in policy: a window of a quarter of the pipe, held (it never builds a queue).
+constexpr double kPolicyWindow = 20;
+
+struct Outcome {
+  double competing_fraction;  // of the decisions
+  double share;               // of the bytes delivered from `from_ms` on
+  bool competing_at_end;
+  double window_at_end;
+};
+
+// Flow 0, the external one, beside `others`, all started at 0 (a flow that joins a queue
+// a constant window keeps full measures that queue as its min RTT: nothing could tell it),
+// the others stopped at stop_ms; run to until_ms with a decision every kStepMs. compete:
+// the classic underneath, "" for none.
+Outcome run(const std::string& compete, const std::vector<std::string>& others, double until_ms,
+            double from_ms, double others_stop_ms = kNever) {
+  std::vector<FlowSpec> flows(1);
+  flows[0].scheme = std::string(kExternalScheme);
+  for (const std::string& scheme : others) {
+    FlowSpec f;
+    f.scheme = scheme;
+    f.stop_ms = others_stop_ms;
+    flows.push_back(f);
+  }
+  Simulator sim(parse_link_spec(kDeepLink), flows, 7);
+  ExternalWindow& window = *sim.external(0);
+  window.set_window(kPolicyWindow);
+  if (!compete.empty()) sim.compete(0, compete);
+  for (double t = 0; t < until_ms; t += kStepMs) {
+    if (sim.sender(0).active(t)) take_policy_action(sim.sender(0).features(), window, kHoldAction);
+    sim.run_until(t + kStepMs);
+  }
+  double mine = 0, all = 0;
+  const PacketLog& log = sim.log();
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    if (!(log.arrival_ms[k] >= from_ms)) continue;
+    all += log.bytes[k];
+    if (log.flow[k] == 0) mine += log.bytes[k];
+  }
+  const double decisions = static_cast<double>(window.decisions());
+  return {decisions > 0 ? static_cast<double>(window.competing_decisions()) / decisions : 0,
+          mine / all, window.competing(), window.window_size()};
+}
+
+TEST(CompetitiveMode, NeverSwitchesOnAloneOnAConstantLink) {
+  for (const char* classic : {"cubic", "bbr"}) {
+    const Outcome alone = run(classic, {}, 20000, 0);
+    EXPECT_EQ(alone.competing_fraction, 0) << classic;
+  }
+}
+
+TEST(CompetitiveMode, SwitchesOnBesideABufferFillerAndHoldsAShare) {
+  const Outcome plain = run("", {"fixed:200"}, 20000, 5000);
+  for (const char* classic : {"cubic", "bbr"}) {
+    const Outcome competing = run(classic, {"fixed:200"}, 20000, 5000);
+    EXPECT_TRUE(competing.competing_at_end) << classic;
+    EXPECT_GT(competing.competing_fraction, 0.5) << classic;
+    // The held window of 20 gets 20 / 220 of the queue's mix; the classic gets far more.
+    EXPECT_LT(plain.share, 0.12);
+    EXPECT_GT(competing.share, 2 * plain.share) << classic;
+  }
+}
+
+TEST(CompetitiveMode, SwitchesBackWhenTheQueueDrains) {
+  // bbr's ProbeRTT empties the queue once the buffer filler has gone (at 8 s).
+  const Outcome after = run("bbr", {"fixed:200"}, 30000, 0, 8000);
+  EXPECT_GT(after.competing_fraction, 0.05);
+  EXPECT_FALSE(after.competing_at_end);
+  // The policy restarted at most at the pipe (80 datagrams), not at bbr's 2 BDPs.
+  EXPECT_LE(after.window_at_end, 81);
+}
+
+TEST(CompetitiveMode, WithoutAClassicTheWindowIsThePolicys) {
+  ExternalWindow window(20);
+  window.set_competing(true);  // nothing underneath: no mode to enter
+  EXPECT_FALSE(window.competing());
+  EXPECT_DOUBLE_EQ(window.window_size(), 20);
+  EXPECT_DOUBLE_EQ(window.pacing_rate_mbps(), 0);
+}
+
+TEST(CompetitiveMode, TheClassicsWindowIsCappedAtTheCeiling) {
+  ExternalWindow window(20);
+  window.compete_with([] { return make_controller("fixed:window=70"); });
+  window.set_competing(true);
+  EXPECT_DOUBLE_EQ(window.window_size(), 70);
+  window.set_classic_ceiling(50);  // the growth ceiling bounds the classic's window
+  EXPECT_DOUBLE_EQ(window.window_size(), 50);
+  window.set_competing(false);
+  EXPECT_DOUBLE_EQ(window.window_size(), 20);
+}
+
+TEST(CompetitiveMode, RestartMakesTheClassicAfreshOnEachEntryOnly) {
+  for (const bool restart : {false, true}) {
+    int made = 0;
+    ExternalWindow window(20);
+    window.compete_with([&made] { ++made; return make_controller("cubic"); }, restart);
+    EXPECT_EQ(made, 1);
+    window.set_competing(true);
+    window.set_competing(true);  // staying in is no entry
+    window.set_competing(false);
+    window.set_competing(true);
+    EXPECT_EQ(made, restart ? 3 : 1);
+  }
+}
+
+TEST(CompetitiveMode, ASimulatorRefusesAClassicUnderANonExternalFlow) {
+  FlowSpec cubic;
+  cubic.scheme = "cubic";
+  Simulator sim(parse_link_spec(kDeepLink), {cubic}, 1);
+  EXPECT_THROW(sim.compete(0, "bbr"), std::invalid_argument);
+  FlowSpec external;
+  external.scheme = std::string(kExternalScheme);
+  Simulator sim2(parse_link_spec(kDeepLink), {external}, 1);
+  EXPECT_THROW(sim2.compete(0, "external"), std::invalid_argument);
+  EXPECT_THROW(sim2.compete(0, "nosuch"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ccgym

@@ -1,0 +1,86 @@
+"""`lstm:POLICY:compete=SCHEME`: the learned flow's competitive mode (policy_action.hh), asked
+for in a scheme spec and run in the real simulator with the packaged generalist."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ccgym.emulators import _core
+from ccgym.emulators.link_names import link_from_spec
+from ccgym.emulators.stepping import Slot
+from ccgym.envs.scoring import run_flows_stepped
+from ccgym.errors import UserError
+from ccgym.policies.lstm_scheme import LstmScheme
+from ccgym.policies.policy_path import split_policy_options, with_policy_options
+
+# A buffer of 4 pipes (80 datagrams) that fixed:200 keeps full; alone, a constant link.
+DEEP = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
+
+
+def test_options_split_off_the_policy() -> None:
+    assert split_policy_options("generalist:compete=bbr") == ("generalist", {"compete": "bbr"})
+    assert split_policy_options("a.pt:compete=bbr:restart=1") == (
+        "a.pt", {"compete": "bbr", "restart": "1"})
+    assert split_policy_options("runs/quick") == ("runs/quick", {})
+    assert split_policy_options("C:/x.pt") == ("C:/x.pt", {})  # no '=': part of the path
+    assert with_policy_options("lstm:a.onnx", {"compete": "cubic"}) == "lstm:a.onnx:compete=cubic"
+
+
+def test_a_path_that_exists_is_taken_whole(tmp_path) -> None:
+    odd = tmp_path / "p:compete=bbr"
+    odd.mkdir()
+    assert split_policy_options(str(odd)) == (str(odd), {})
+
+
+@pytest.mark.parametrize(("argument", "problem"), [
+    ("generalist:speed=2", "unknown option 'speed' (valid: compete, restart)"),
+    ("generalist:compete=nosuch", "unknown scheme 'nosuch'"),
+    ("generalist:compete=external", "not a classic scheme"),
+    ("generalist:compete=", "needs a value"),
+    ("generalist:compete=bbr:compete=cubic", "given twice"),
+    ("generalist:compete=bbr:restart=2", "'restart' must be 0 or 1"),
+    ("generalist:restart=1", "'restart' needs compete=SCHEME"),
+])
+def test_a_bad_option_is_refused(argument: str, problem: str) -> None:
+    with pytest.raises(UserError, match=re.escape(problem)):
+        split_policy_options(argument)
+
+
+def test_eval_refuses_a_bad_option_in_one_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "ccgym.cli", "eval", "--link", DEEP,
+                           "--schemes", "lstm:generalist:compete=nosuch", "--duration-s", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "compete=nosuch" in done.stderr
+
+
+def competing_fraction(scheme: str, others: list[str], duration_ms: float) -> float:
+    """The generalist's flow (started 2 s after `others`, or alone) run to duration_ms; the
+    fraction of its decisions in competitive mode."""
+    start = 2000.0 if others else 0.0
+    flows = [(_core.EXTERNAL_SCHEME, start, -1.0), *[(o, 0.0, -1.0) for o in others]]
+    sim = _core.Simulator(DEEP, flows, 1)
+    link = link_from_spec(DEEP)
+    run_flows_stepped([sim], [link], [1], lambda: LstmScheme(scheme), {0: (start, duration_ms)},
+                      duration_ms, threads=1)
+    mode = sim.competitive_mode(0)
+    return mode["competing_decisions"] / mode["decisions"]
+
+
+def test_the_mode_switches_on_beside_a_buffer_filler_and_not_alone() -> None:
+    assert competing_fraction("generalist:compete=cubic", ["fixed:200"], 15000) > 0.5
+    assert competing_fraction("generalist:compete=cubic", [], 15000) == 0
+
+
+def test_without_the_option_the_flow_has_no_mode() -> None:
+    sim = _core.Simulator(DEEP, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
+    slot = Slot(sim, 0, link_from_spec(DEEP), 1)
+    LstmScheme("generalist").reset([slot])
+    sim.take_action(_core.HOLD_ACTION, 0)
+    assert sim.competitive_mode(0) == {"competing": False, "decisions": 0,
+                                       "competing_decisions": 0}
