@@ -115,8 +115,7 @@ class TraceIdealWindow:
     @classmethod
     def for_link(cls, link: str | _core.LinkSpec, margin: float = 1.0, seed: int = 1,
                  score: float | None = None, lookback: float = 0.0) -> TraceIdealWindow:
-        """The schedule of a trace link (a spec, parsed or not), read from the simulator's
-        own delivery process."""
+        """The schedule of a trace link (spec text or parsed), from the simulator's delivery."""
         parsed = parsed_link(link)
         if not parsed.data_trace:
             raise ValueError(f"not a trace link: {parsed.to_string()}")
@@ -348,9 +347,8 @@ _MEMORY: dict[tuple[str, int, float, tuple[float, ...]], IdealWindow] = {}
 
 def ideal_window(link: str | _core.LinkSpec, seed: int = 1, duration_ms: float | None = None,
                  lookbacks: Sequence[float] = LOOKBACKS) -> IdealWindow:
-    """The oracle's window for a link (a spec, parsed or not): the BDP, the best fixed
-    window, or a trace's schedule (its lookback the best of `lookbacks`; (1.0,) counts only
-    the RTT behind now).
+    """The oracle's window for a link (spec text or parsed): the BDP, the best fixed window or
+    a trace's schedule (lookback: the best of `lookbacks`; (1.0,): only the RTT behind now).
 
     Searches are cached per (spec, seed, duration, lookbacks) in the process and on disk.
     """
