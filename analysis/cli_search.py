@@ -110,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
             bar.update()
 
         points = found.run_search(search, args.trials, tried)
+        # Shown at once: the phase changes once, and a fast confirmation can end before the
+        # bar's next timed refresh.
         bar.set_description(f"confirm at seeds {found.seed_span(search.confirm_seeds)}",
-                            refresh=False)
+                            refresh=True)
         points, kept = found.confirm_worst(search, points, args.keep, confirmed)
     seconds = time.monotonic() - start
 
