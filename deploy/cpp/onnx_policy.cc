@@ -1,6 +1,7 @@
 #include "deploy/cpp/onnx_policy.hh"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -346,26 +347,79 @@ std::string shape_text(const Slot& s) {
   return "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
 }
 
-// out[:] += sum over k of a[k] w[k, :] for a constant w stored packed: row k's columns
-// [lo_k, hi_k) only (`ranges` holds lo_k, hi_k; its columns outside are zero), the rows one
-// after another. A block-diagonal matrix, as an ensemble's recurrent weights are
-// (policies/lstm.py: ensemble), costs its blocks only, read in one sequential sweep: between
-// decisions 10 ms apart the weights leave the cache, and reading them back is most of a
-// decision's time. Built twice where the compiler can (x86-64): for AVX2 and for any x86-64,
-// the one to run picked at load.
+// Column tiles of a constant matrix: kTile columns at a time, each tile holding its rows from
+// the first to the last with a nonzero in any of its columns (the rest are zero).
+// The sums of a tile are kLanesPerTile vectors of kLanes floats (GCC's and clang's vector
+// extension, one AVX register), several so that their additions overlap: a loop over an array
+// of sums the compiler vectorises along k instead, shuffling.
+constexpr std::size_t kLanes = 8;
+constexpr std::size_t kLanesPerTile = 4;
+constexpr std::size_t kTile = kLanes * kLanesPerTile;
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+// out[:] = sum over k of a[k] w[k, :] for a constant w stored as column tiles: tile t's row
+// range [lo_t, hi_t) in `ranges`, its values row by row (kTile each, zero past the last
+// column) in `packed`, the tiles one after another. A tile's sums stay in registers over its
+// rows, where a row at a time would load and store `out` once per row; a block-diagonal
+// matrix, as an ensemble's recurrent weights are (policies/lstm.py: ensemble), costs its
+// blocks only. Each sum still runs over k in order, as onnxruntime's does. Built twice where
+// the compiler can (x86-64): for AVX2 and for any x86-64, the one to run picked at load.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-void multiply_add_packed(const float* a, const float* packed, const uint32_t* ranges,
-                         std::size_t inner, float* out) {
-  for (std::size_t k = 0; k < inner; ++k) {
-    const float x = a[k];
-    const std::size_t lo = ranges[2 * k];
-    const std::size_t width = ranges[2 * k + 1] - lo;
-    float* target = out + lo;
-    for (std::size_t j = 0; j < width; ++j) target[j] += x * packed[j];
-    packed += width;
+void multiply_packed(const float* a, const float* packed, const uint32_t* ranges,
+                     std::size_t cols, float* out) {
+  for (std::size_t first = 0; first < cols; first += kTile) {
+    const std::size_t lo = *ranges++;
+    const std::size_t hi = *ranges++;
+    std::array<Lanes, kLanesPerTile> sums{};
+    for (std::size_t k = lo; k < hi; ++k) {
+      for (Lanes& sum : sums) {
+        Lanes weights;
+        std::memcpy(&weights, packed, sizeof weights);
+        sum += a[k] * weights;
+        packed += kLanes;
+      }
+    }
+    std::memcpy(out + first, sums.data(), std::min(kTile, cols - first) * sizeof(float));
   }
+}
+
+// e^x for the gates: libm's expf and tanhf, one call per value, were half of a step. This
+// one is branch-free, so the compiler runs it on a vector of values at once: x = n ln2 + r
+// with |r| <= ln2 / 2, e^r by its Taylor series to r^7 (error under 1e-8 relative), times 2^n
+// made in the exponent bits. x is clamped to [-87, 88], where 2^n stays a normal float: past
+// them a sigmoid or tanh is 0 or 1 within float precision anyway.
+inline float gate_exp(float x) {
+  constexpr double kLn2 = 0.69314718055994530942;
+  constexpr float kLn2High = 0.693359375F;  // few bits: n * kLn2High is exact
+  constexpr auto kLn2Low = static_cast<float>(kLn2 - 0.693359375);
+  constexpr float kRound = 12582912.0F;     // 1.5 * 2^23: adding it rounds to an integer
+  x = std::min(std::max(x, -87.0F), 88.0F);
+  const float n = (x * static_cast<float>(1.0 / kLn2) + kRound) - kRound;
+  const float r = (x - n * kLn2High) - n * kLn2Low;
+  float p = 1.0F / 5040;
+  for (const float c : {1.0F / 720, 1.0F / 120, 1.0F / 24, 1.0F / 6, 0.5F, 1.0F, 1.0F}) {
+    p = p * r + c;
+  }
+  const auto scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return p * scale;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void sigmoid_values(const float* a, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F / (1.0F + gate_exp(-a[i]));
+}
+
+// tanh x = 1 - 2 / (e^2x + 1): near 0 this loses relative precision, but its absolute error
+// stays under 1e-7, and the LSTM adds its values to others of order 1.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void tanh_values(const float* a, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F - 2.0F / (gate_exp(2.0F * a[i]) + 1.0F);
 }
 
 // The same for any w (a tensor the graph computes), dense.
@@ -386,7 +440,7 @@ struct Program {
   struct Op {
     OpKind kind;
     Slot a, b, out;
-    // MatMul by a constant: its rows' column ranges in `ranges` and their values in
+    // MatMul by a constant: its column tiles' row ranges in `ranges` and their values in
     // `packed`, from these offsets (-1: not a constant, read dense from the buffer).
     std::ptrdiff_t ranges = -1;
     std::size_t packed = 0;
@@ -419,13 +473,13 @@ struct Program {
       switch (op.kind) {
         case OpKind::kMatMul: {
           // out[r, :] = sum_k a[r, k] b[k, :]: the inner loop runs along b's rows, contiguous.
-          std::fill(out, out + n, 0.0F);
+          if (op.ranges < 0) std::fill(out, out + n, 0.0F);
           for (std::size_t r = 0; r < op.a.rows; ++r) {
             const float* a_row = a + r * op.a.cols;
             float* out_row = out + r * op.b.cols;
             if (op.ranges >= 0) {
-              multiply_add_packed(a_row, packed.data() + op.packed, ranges.data() + op.ranges,
-                                  op.a.cols, out_row);
+              multiply_packed(a_row, packed.data() + op.packed, ranges.data() + op.ranges,
+                              op.b.cols, out_row);
             } else {
               multiply_add_dense(a_row, at(op.b), op.a.cols, op.b.cols, out_row);
             }
@@ -443,10 +497,10 @@ struct Program {
           break;
         }
         case OpKind::kSigmoid:
-          for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F / (1.0F + std::exp(-a[i]));
+          sigmoid_values(a, n, out);
           break;
         case OpKind::kTanh:
-          for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(a[i]);
+          tanh_values(a, n, out);
           break;
         case OpKind::kRelu:
           for (std::size_t i = 0; i < n; ++i) out[i] = std::max(a[i], 0.0F);
@@ -581,21 +635,31 @@ class Compiler {
     return slot;
   }
 
-  // A MatMul by a constant reads it packed: each row from its first to its last nonzero
-  // column.
+  // A MatMul by a constant reads it packed in column tiles (multiply_packed): each tile from
+  // the first to the last row with a nonzero in its columns.
   void pack(const std::vector<float>& constant, Program::Op* op) {
     const float* values = constant.data();
+    const std::size_t rows = op->b.rows;
+    const std::size_t cols = op->b.cols;
     op->ranges = static_cast<std::ptrdiff_t>(net_->ranges.size());
     op->packed = net_->packed.size();
-    for (std::size_t k = 0; k < op->b.rows; ++k) {
-      const float* row = values + k * op->b.cols;
+    for (std::size_t first = 0; first < cols; first += kTile) {
+      const std::size_t last = std::min(first + kTile, cols);
+      const auto nonzero = [&](std::size_t k) {
+        return std::any_of(values + k * cols + first, values + k * cols + last,
+                           [](float v) { return v != 0.0F; });
+      };
       std::size_t lo = 0;
-      std::size_t hi = op->b.cols;
-      while (lo < hi && row[lo] == 0.0F) ++lo;
-      while (hi > lo && row[hi - 1] == 0.0F) --hi;
+      std::size_t hi = rows;
+      while (lo < hi && !nonzero(lo)) ++lo;
+      while (hi > lo && !nonzero(hi - 1)) --hi;
       net_->ranges.push_back(static_cast<uint32_t>(lo));
       net_->ranges.push_back(static_cast<uint32_t>(hi));
-      net_->packed.insert(net_->packed.end(), row + lo, row + hi);
+      for (std::size_t k = lo; k < hi; ++k) {
+        const float* row = values + k * cols;
+        net_->packed.insert(net_->packed.end(), row + first, row + last);
+        net_->packed.insert(net_->packed.end(), kTile - (last - first), 0.0F);
+      }
     }
   }
 
