@@ -347,41 +347,56 @@ std::string shape_text(const Slot& s) {
   return "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
 }
 
-// Column tiles of a constant matrix: kTile columns at a time, each tile holding its rows from
-// the first to the last with a nonzero in any of its columns (the rest are zero).
-// The sums of a tile are kLanesPerTile vectors of kLanes floats (GCC's and clang's vector
-// extension, one AVX register), several so that their additions overlap: a loop over an array
-// of sums the compiler vectorises along k instead, shuffling.
+// A constant matrix that MatMul reads is stored in column tiles: kWideTile columns at a time,
+// the last fewer than that kLanes at a time; each tile holds its rows from the first to the
+// last with a nonzero in any of its columns (the rest are zero), kLanes-padded with zeros.
+// A tile's sums are vectors of kLanes floats (GCC's and clang's vector extension, one AVX
+// register); a wide tile's several, so that their additions overlap. (Over an array of sums
+// the compiler vectorised along k instead, shuffling.)
 constexpr std::size_t kLanes = 8;
-constexpr std::size_t kLanesPerTile = 4;
-constexpr std::size_t kTile = kLanes * kLanesPerTile;
+constexpr std::size_t kWideTile = 4 * kLanes;
 using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
 
-// out[:] = sum over k of a[k] w[k, :] for a constant w stored as column tiles: tile t's row
-// range [lo_t, hi_t) in `ranges`, its values row by row (kTile each, zero past the last
-// column) in `packed`, the tiles one after another. A tile's sums stay in registers over its
-// rows, where a row at a time would load and store `out` once per row; a block-diagonal
+// The columns [first, first + width) of a tile starting at column `first`.
+std::size_t tile_width(std::size_t first, std::size_t cols) {
+  return cols - first >= kWideTile ? kWideTile : kLanes;
+}
+
+// out[first, first + tile's width) = sum over k in [lo, hi) of a[k] w[k, tile's columns].
+template <std::size_t kVectors>
+const float* multiply_tile(const float* a, const float* packed, std::size_t lo, std::size_t hi,
+                           std::size_t columns, float* out) {
+  std::array<Lanes, kVectors> sums{};
+  for (std::size_t k = lo; k < hi; ++k) {
+    for (Lanes& sum : sums) {
+      Lanes weights;
+      std::memcpy(&weights, packed, sizeof weights);
+      sum += a[k] * weights;
+      packed += kLanes;
+    }
+  }
+  std::memcpy(out, sums.data(), columns * sizeof(float));
+  return packed;
+}
+
+// out[:] = a w for a constant w stored in tiles: tile t's row range [lo_t, hi_t) in `ranges`,
+// its values in `packed`, the tiles one after another. A tile's sums stay in registers over
+// its rows, where a row at a time loads and stores `out` once per row; a block-diagonal
 // matrix, as an ensemble's recurrent weights are (policies/lstm.py: ensemble), costs its
-// blocks only. Each sum still runs over k in order, as onnxruntime's does. Built twice where
-// the compiler can (x86-64): for AVX2 and for any x86-64, the one to run picked at load.
+// blocks only. Each sum runs over k in order, as onnxruntime's does. Built twice where the
+// compiler can (x86-64): for AVX2 and for any x86-64, the one to run picked at load.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void multiply_packed(const float* a, const float* packed, const uint32_t* ranges,
                      std::size_t cols, float* out) {
-  for (std::size_t first = 0; first < cols; first += kTile) {
+  for (std::size_t first = 0; first < cols; first += tile_width(first, cols)) {
     const std::size_t lo = *ranges++;
     const std::size_t hi = *ranges++;
-    std::array<Lanes, kLanesPerTile> sums{};
-    for (std::size_t k = lo; k < hi; ++k) {
-      for (Lanes& sum : sums) {
-        Lanes weights;
-        std::memcpy(&weights, packed, sizeof weights);
-        sum += a[k] * weights;
-        packed += kLanes;
-      }
-    }
-    std::memcpy(out + first, sums.data(), std::min(kTile, cols - first) * sizeof(float));
+    const std::size_t columns = std::min(tile_width(first, cols), cols - first);
+    packed = tile_width(first, cols) == kWideTile
+                 ? multiply_tile<kWideTile / kLanes>(a, packed, lo, hi, columns, out + first)
+                 : multiply_tile<1>(a, packed, lo, hi, columns, out + first);
   }
 }
 
@@ -643,8 +658,9 @@ class Compiler {
     const std::size_t cols = op->b.cols;
     op->ranges = static_cast<std::ptrdiff_t>(net_->ranges.size());
     op->packed = net_->packed.size();
-    for (std::size_t first = 0; first < cols; first += kTile) {
-      const std::size_t last = std::min(first + kTile, cols);
+    for (std::size_t first = 0; first < cols; first += tile_width(first, cols)) {
+      const std::size_t width = tile_width(first, cols);
+      const std::size_t last = std::min(first + width, cols);
       const auto nonzero = [&](std::size_t k) {
         return std::any_of(values + k * cols + first, values + k * cols + last,
                            [](float v) { return v != 0.0F; });
@@ -658,7 +674,7 @@ class Compiler {
       for (std::size_t k = lo; k < hi; ++k) {
         const float* row = values + k * cols;
         net_->packed.insert(net_->packed.end(), row + first, row + last);
-        net_->packed.insert(net_->packed.end(), kTile - (last - first), 0.0F);
+        net_->packed.insert(net_->packed.end(), width - (last - first), 0.0F);
       }
     }
   }
