@@ -669,6 +669,11 @@ class Compiler {
       std::size_t hi = rows;
       while (lo < hi && !nonzero(lo)) ++lo;
       while (hi > lo && !nonzero(hi - 1)) --hi;
+      // Padding makes a narrow matrix up to kLanes times its values: bounded like the buffer.
+      if ((hi - lo) * width > kMaxBufferValues - net_->packed.size()) {
+        fail("the constant matrices MatMul reads take more than " +
+             std::to_string(kMaxBufferValues) + " values packed");
+      }
       net_->ranges.push_back(static_cast<uint32_t>(lo));
       net_->ranges.push_back(static_cast<uint32_t>(hi));
       for (std::size_t k = lo; k < hi; ++k) {
