@@ -1,7 +1,6 @@
 #include "deploy/cpp/onnx_policy.hh"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -400,32 +399,62 @@ void multiply_packed(const float* a, const float* packed, const uint32_t* ranges
   }
 }
 
-// e^x for the gates: libm's expf and tanhf, one call per value, were half of a step. This
-// one is branch-free, so the compiler runs it on a vector of values at once: x = n ln2 + r
-// with |r| <= ln2 / 2, e^r by its Taylor series to r^7 (error under 1e-8 relative), times 2^n
-// made in the exponent bits. x is clamped to [-87, 88], where 2^n stays a normal float: past
-// them a sigmoid or tanh is 0 or 1 within float precision anyway.
-inline float gate_exp(float x) {
+// e^x for the gates, kLanes values at once, in place: libm's expf and tanhf, one call per
+// value, were half of a step (and the compiler would not vectorise this written per value: it
+// turned the clamp into branches). x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+// series to r^7 (error under 1e-8 relative), times 2^n made in the exponent bits. x is
+// clamped to [-87, 88], where 2^n stays a normal float: past them a sigmoid or tanh is 0 or 1
+// within float precision anyway.
+using Ints = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+[[gnu::always_inline]] inline void exp_in_place(Lanes& x) {
   constexpr double kLn2 = 0.69314718055994530942;
   constexpr float kLn2High = 0.693359375F;  // few bits: n * kLn2High is exact
   constexpr auto kLn2Low = static_cast<float>(kLn2 - 0.693359375);
   constexpr float kRound = 12582912.0F;     // 1.5 * 2^23: adding it rounds to an integer
-  x = std::min(std::max(x, -87.0F), 88.0F);
-  const float n = (x * static_cast<float>(1.0 / kLn2) + kRound) - kRound;
-  const float r = (x - n * kLn2High) - n * kLn2Low;
-  float p = 1.0F / 5040;
+  const Lanes low = Lanes{} - 87.0F;
+  const Lanes high = Lanes{} + 88.0F;
+  x = x < low ? low : x;
+  x = x > high ? high : x;
+  const Lanes n = (x * static_cast<float>(1.0 / kLn2) + kRound) - kRound;
+  const Lanes r = (x - n * kLn2High) - n * kLn2Low;
+  Lanes p = Lanes{} + 1.0F / 5040;
   for (const float c : {1.0F / 720, 1.0F / 120, 1.0F / 24, 1.0F / 6, 0.5F, 1.0F, 1.0F}) {
     p = p * r + c;
   }
-  const auto scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  return p * scale;
+  const Ints exponent = (__builtin_convertvector(n, Ints) + 127) << 23;
+  Lanes scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  x = p * scale;
+}
+
+// The values [i, i + kLanes) of n in and out, zeros past n. A whole vector is copied in one
+// move: a copy of variable length goes through memory, and reading it back as a vector waits.
+[[gnu::always_inline]] inline void load_lanes(const float* a, std::size_t i, std::size_t n,
+                                              Lanes& x) {
+  if (n - i >= kLanes) {
+    std::memcpy(&x, a + i, sizeof x);
+  } else {
+    x = Lanes{};
+    std::memcpy(&x, a + i, (n - i) * sizeof(float));
+  }
+}
+[[gnu::always_inline]] inline void store_lanes(const Lanes& x, std::size_t i, std::size_t n,
+                                               float* out) {
+  std::memcpy(out + i, &x, std::min(kLanes, n - i) * sizeof(float));
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void sigmoid_values(const float* a, std::size_t n, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F / (1.0F + gate_exp(-a[i]));
+  for (std::size_t i = 0; i < n; i += kLanes) {
+    Lanes x;
+    load_lanes(a, i, n, x);
+    x = -x;
+    exp_in_place(x);
+    x = 1.0F / (1.0F + x);
+    store_lanes(x, i, n, out);
+  }
 }
 
 // tanh x = 1 - 2 / (e^2x + 1): near 0 this loses relative precision, but its absolute error
@@ -434,7 +463,14 @@ void sigmoid_values(const float* a, std::size_t n, float* out) {
 __attribute__((target_clones("avx2", "default")))
 #endif
 void tanh_values(const float* a, std::size_t n, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F - 2.0F / (gate_exp(2.0F * a[i]) + 1.0F);
+  for (std::size_t i = 0; i < n; i += kLanes) {
+    Lanes x;
+    load_lanes(a, i, n, x);
+    x = 2.0F * x;
+    exp_in_place(x);
+    x = 1.0F - 2.0F / (x + 1.0F);
+    store_lanes(x, i, n, out);
+  }
 }
 
 // The same for any w (a tensor the graph computes), dense.
