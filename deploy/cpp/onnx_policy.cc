@@ -362,9 +362,11 @@ std::size_t tile_width(std::size_t first, std::size_t cols) {
 }
 
 // out[first, first + tile's width) = sum over k in [lo, hi) of a[k] w[k, tile's columns].
+// Always inlined, as the helpers below: built inside each clone, for its target.
 template <std::size_t kVectors>
-const float* multiply_tile(const float* a, const float* packed, std::size_t lo, std::size_t hi,
-                           std::size_t columns, float* out) {
+[[gnu::always_inline]] inline const float* multiply_tile(const float* a, const float* packed,
+                                                         std::size_t lo, std::size_t hi,
+                                                         std::size_t columns, float* out) {
   std::array<Lanes, kVectors> sums{};
   for (std::size_t k = lo; k < hi; ++k) {
     for (Lanes& sum : sums) {
@@ -382,8 +384,8 @@ const float* multiply_tile(const float* a, const float* packed, std::size_t lo, 
 // its values in `packed`, the tiles one after another. A tile's sums stay in registers over
 // its rows, where a row at a time loads and stores `out` once per row; a block-diagonal
 // matrix, as an ensemble's recurrent weights are (policies/lstm.py: ensemble), costs its
-// blocks only. Each sum runs over k in order, as onnxruntime's does. Built twice where the
-// compiler can (x86-64): for AVX2 and for any x86-64, the one to run picked at load.
+// blocks only. Each sum runs over k in order. Built twice where the compiler can (x86-64):
+// for AVX2 and for any x86-64, the one to run picked at load.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx2", "default")))
 #endif
