@@ -346,25 +346,132 @@ std::string shape_text(const Slot& s) {
   return "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
 }
 
-// out[:] += sum over k of a[k] w[k, :] for a constant w stored packed: row k's columns
-// [lo_k, hi_k) only (`ranges` holds lo_k, hi_k; its columns outside are zero), the rows one
-// after another. A block-diagonal matrix, as an ensemble's recurrent weights are
-// (policies/lstm.py: ensemble), costs its blocks only, read in one sequential sweep: between
-// decisions 10 ms apart the weights leave the cache, and reading them back is most of a
-// decision's time. Built twice where the compiler can (x86-64): for AVX2 and for any x86-64,
-// the one to run picked at load.
+// A constant matrix that MatMul reads is stored in column tiles: kWideTile columns at a time,
+// the last fewer than that kLanes at a time; each tile holds its rows from the first to the
+// last with a nonzero in any of its columns (the rest are zero), kLanes-padded with zeros.
+// A tile's sums are vectors of kLanes floats (GCC's and clang's vector extension, one AVX
+// register); a wide tile's several, so that their additions overlap. (Over an array of sums
+// the compiler vectorised along k instead, shuffling.)
+constexpr std::size_t kLanes = 8;
+constexpr std::size_t kWideTile = 4 * kLanes;
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+// The columns [first, first + width) of a tile starting at column `first`.
+std::size_t tile_width(std::size_t first, std::size_t cols) {
+  return cols - first >= kWideTile ? kWideTile : kLanes;
+}
+
+// out[first, first + tile's width) = sum over k in [lo, hi) of a[k] w[k, tile's columns].
+// Always inlined, as the helpers below: built inside each clone, for its target.
+template <std::size_t kVectors>
+[[gnu::always_inline]] inline const float* multiply_tile(const float* a, const float* packed,
+                                                         std::size_t lo, std::size_t hi,
+                                                         std::size_t columns, float* out) {
+  std::array<Lanes, kVectors> sums{};
+  for (std::size_t k = lo; k < hi; ++k) {
+    for (Lanes& sum : sums) {
+      Lanes weights;
+      std::memcpy(&weights, packed, sizeof weights);
+      sum += a[k] * weights;
+      packed += kLanes;
+    }
+  }
+  std::memcpy(out, sums.data(), columns * sizeof(float));
+  return packed;
+}
+
+// out[:] = a w for a constant w stored in tiles: tile t's row range [lo_t, hi_t) in `ranges`,
+// its values in `packed`, the tiles one after another. A tile's sums stay in registers over
+// its rows, where a row at a time loads and stores `out` once per row; a block-diagonal
+// matrix, as an ensemble's recurrent weights are (policies/lstm.py: ensemble), costs its
+// blocks only. Each sum runs over k in order. Built twice where the compiler can (x86-64):
+// for AVX2 and for any x86-64, the one to run picked at load.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-void multiply_add_packed(const float* a, const float* packed, const uint32_t* ranges,
-                         std::size_t inner, float* out) {
-  for (std::size_t k = 0; k < inner; ++k) {
-    const float x = a[k];
-    const std::size_t lo = ranges[2 * k];
-    const std::size_t width = ranges[2 * k + 1] - lo;
-    float* target = out + lo;
-    for (std::size_t j = 0; j < width; ++j) target[j] += x * packed[j];
-    packed += width;
+void multiply_packed(const float* a, const float* packed, const uint32_t* ranges,
+                     std::size_t cols, float* out) {
+  for (std::size_t first = 0; first < cols; first += tile_width(first, cols)) {
+    const std::size_t lo = *ranges++;
+    const std::size_t hi = *ranges++;
+    const std::size_t columns = std::min(tile_width(first, cols), cols - first);
+    packed = tile_width(first, cols) == kWideTile
+                 ? multiply_tile<kWideTile / kLanes>(a, packed, lo, hi, columns, out + first)
+                 : multiply_tile<1>(a, packed, lo, hi, columns, out + first);
+  }
+}
+
+// e^x for the gates, kLanes values at once, in place: libm's expf and tanhf, one call per
+// value, were half of a step (and the compiler would not vectorise this written per value: it
+// turned the clamp into branches). x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+// series to r^7 (error under 1e-8 relative), times 2^n made in the exponent bits. x is
+// clamped to [-87, 88], where 2^n stays a normal float: past them a sigmoid or tanh is 0 or 1
+// within float precision anyway.
+using Ints = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+[[gnu::always_inline]] inline void exp_in_place(Lanes& x) {
+  constexpr double kLn2 = 0.69314718055994530942;
+  constexpr float kLn2High = 0.693359375F;  // few bits: n * kLn2High is exact
+  constexpr auto kLn2Low = static_cast<float>(kLn2 - 0.693359375);
+  constexpr float kRound = 12582912.0F;     // 1.5 * 2^23: adding it rounds to an integer
+  const Lanes low = Lanes{} - 87.0F;
+  const Lanes high = Lanes{} + 88.0F;
+  x = x < low ? low : x;
+  x = x > high ? high : x;
+  const Lanes n = (x * static_cast<float>(1.0 / kLn2) + kRound) - kRound;
+  const Lanes r = (x - n * kLn2High) - n * kLn2Low;
+  Lanes p = Lanes{} + 1.0F / 5040;
+  for (const float c : {1.0F / 720, 1.0F / 120, 1.0F / 24, 1.0F / 6, 0.5F, 1.0F, 1.0F}) {
+    p = p * r + c;
+  }
+  const Ints exponent = (__builtin_convertvector(n, Ints) + 127) << 23;
+  Lanes scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  x = p * scale;
+}
+
+// The values [i, i + kLanes) of n in and out, zeros past n. A whole vector is copied in one
+// move: a copy of variable length goes through memory, and reading it back as a vector waits.
+[[gnu::always_inline]] inline void load_lanes(const float* a, std::size_t i, std::size_t n,
+                                              Lanes& x) {
+  if (n - i >= kLanes) {
+    std::memcpy(&x, a + i, sizeof x);
+  } else {
+    x = Lanes{};
+    std::memcpy(&x, a + i, (n - i) * sizeof(float));
+  }
+}
+[[gnu::always_inline]] inline void store_lanes(const Lanes& x, std::size_t i, std::size_t n,
+                                               float* out) {
+  std::memcpy(out + i, &x, std::min(kLanes, n - i) * sizeof(float));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void sigmoid_values(const float* a, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; i += kLanes) {
+    Lanes x;
+    load_lanes(a, i, n, x);
+    x = -x;
+    exp_in_place(x);
+    x = 1.0F / (1.0F + x);
+    store_lanes(x, i, n, out);
+  }
+}
+
+// tanh x = 1 - 2 / (e^2x + 1): near 0 this loses relative precision, but its absolute error
+// stays under 1e-7, and the LSTM adds its values to others of order 1.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void tanh_values(const float* a, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; i += kLanes) {
+    Lanes x;
+    load_lanes(a, i, n, x);
+    x = 2.0F * x;
+    exp_in_place(x);
+    x = 1.0F - 2.0F / (x + 1.0F);
+    store_lanes(x, i, n, out);
   }
 }
 
@@ -386,7 +493,7 @@ struct Program {
   struct Op {
     OpKind kind;
     Slot a, b, out;
-    // MatMul by a constant: its rows' column ranges in `ranges` and their values in
+    // MatMul by a constant: its column tiles' row ranges in `ranges` and their values in
     // `packed`, from these offsets (-1: not a constant, read dense from the buffer).
     std::ptrdiff_t ranges = -1;
     std::size_t packed = 0;
@@ -419,13 +526,13 @@ struct Program {
       switch (op.kind) {
         case OpKind::kMatMul: {
           // out[r, :] = sum_k a[r, k] b[k, :]: the inner loop runs along b's rows, contiguous.
-          std::fill(out, out + n, 0.0F);
+          if (op.ranges < 0) std::fill(out, out + n, 0.0F);
           for (std::size_t r = 0; r < op.a.rows; ++r) {
             const float* a_row = a + r * op.a.cols;
             float* out_row = out + r * op.b.cols;
             if (op.ranges >= 0) {
-              multiply_add_packed(a_row, packed.data() + op.packed, ranges.data() + op.ranges,
-                                  op.a.cols, out_row);
+              multiply_packed(a_row, packed.data() + op.packed, ranges.data() + op.ranges,
+                              op.b.cols, out_row);
             } else {
               multiply_add_dense(a_row, at(op.b), op.a.cols, op.b.cols, out_row);
             }
@@ -443,10 +550,10 @@ struct Program {
           break;
         }
         case OpKind::kSigmoid:
-          for (std::size_t i = 0; i < n; ++i) out[i] = 1.0F / (1.0F + std::exp(-a[i]));
+          sigmoid_values(a, n, out);
           break;
         case OpKind::kTanh:
-          for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(a[i]);
+          tanh_values(a, n, out);
           break;
         case OpKind::kRelu:
           for (std::size_t i = 0; i < n; ++i) out[i] = std::max(a[i], 0.0F);
@@ -581,21 +688,37 @@ class Compiler {
     return slot;
   }
 
-  // A MatMul by a constant reads it packed: each row from its first to its last nonzero
-  // column.
+  // A MatMul by a constant reads it packed in column tiles (multiply_packed): each tile from
+  // the first to the last row with a nonzero in its columns.
   void pack(const std::vector<float>& constant, Program::Op* op) {
     const float* values = constant.data();
+    const std::size_t rows = op->b.rows;
+    const std::size_t cols = op->b.cols;
     op->ranges = static_cast<std::ptrdiff_t>(net_->ranges.size());
     op->packed = net_->packed.size();
-    for (std::size_t k = 0; k < op->b.rows; ++k) {
-      const float* row = values + k * op->b.cols;
+    for (std::size_t first = 0; first < cols; first += tile_width(first, cols)) {
+      const std::size_t width = tile_width(first, cols);
+      const std::size_t last = std::min(first + width, cols);
+      const auto nonzero = [&](std::size_t k) {
+        return std::any_of(values + k * cols + first, values + k * cols + last,
+                           [](float v) { return v != 0.0F; });
+      };
       std::size_t lo = 0;
-      std::size_t hi = op->b.cols;
-      while (lo < hi && row[lo] == 0.0F) ++lo;
-      while (hi > lo && row[hi - 1] == 0.0F) --hi;
+      std::size_t hi = rows;
+      while (lo < hi && !nonzero(lo)) ++lo;
+      while (hi > lo && !nonzero(hi - 1)) --hi;
+      // Padding makes a narrow matrix up to kLanes times its values: bounded like the buffer.
+      if ((hi - lo) * width > kMaxBufferValues - net_->packed.size()) {
+        fail("the constant matrices MatMul reads take more than " +
+             std::to_string(kMaxBufferValues) + " values packed");
+      }
       net_->ranges.push_back(static_cast<uint32_t>(lo));
       net_->ranges.push_back(static_cast<uint32_t>(hi));
-      net_->packed.insert(net_->packed.end(), row + lo, row + hi);
+      for (std::size_t k = lo; k < hi; ++k) {
+        const float* row = values + k * cols;
+        net_->packed.insert(net_->packed.end(), row + first, row + last);
+        net_->packed.insert(net_->packed.end(), width - (last - first), 0.0F);
+      }
     }
   }
 

@@ -579,20 +579,24 @@ def test_sender_grows_the_window_only_on_acks(tmp_path: Path) -> None:
     assert np.all(since > 0), "grew twice without an ACK between"
 
 
-@pytest.mark.parametrize("head, version", [
-    ("classes", _core.OBSERVATION_VERSION), ("log_change", _core.OBSERVATION_VERSION),
-    ("classes", _core.COMPETITION_OBSERVATION_VERSION)])
+@pytest.mark.parametrize("head, version, members", [
+    ("classes", _core.OBSERVATION_VERSION, 1), ("log_change", _core.OBSERVATION_VERSION, 1),
+    ("classes", _core.COMPETITION_OBSERVATION_VERSION, 1),
+    ("log_change", _core.OBSERVATION_VERSION, 3)])
 def test_cpp_runtime_matches_onnxruntime_on_an_exported_policy(tmp_path: Path, head: str,
-                                                               version: int) -> None:
+                                                               version: int, members: int) -> None:
     """The sender's runtime (deploy/cpp/onnx_policy.hh) against the reference (onnxruntime),
-    step by step, on what `ccgym export` writes, with either head and each observation
-    version's length."""
+    step by step, on what `ccgym export` writes, with either head, each observation version's
+    length, and an ensemble (block-diagonal recurrent weights, which the runtime stores by
+    their blocks)."""
     export = pytest.importorskip("ccgym.deploy.export")
     lstm = pytest.importorskip("ccgym.policies.lstm")
     ort = pytest.importorskip("onnxruntime")
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    policy = lstm.LstmPolicy(hidden_size=16, head=head, observation_version=version)
+    policies = [lstm.LstmPolicy(hidden_size=16, head=head, observation_version=version)
+                for _ in range(members)]
+    policy = policies[0] if members == 1 else lstm.ensemble(policies)
     assert policy.obs_dim == _core.OBS_DIMS[version]
     path = export.export_policy(policy, tmp_path / "policy.onnx")
     rng = np.random.default_rng(6)
