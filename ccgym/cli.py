@@ -36,7 +36,7 @@ from typing import Any
 from ccgym import files, flags
 from ccgym.errors import UserError
 from ccgym.files import cache_root
-from ccgym.interrupts import INTERRUPTED_STATUS, quit_interrupted
+from ccgym.interrupts import INTERRUPTED_STATUS, exit_status, quit_interrupted
 
 DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -257,4 +257,4 @@ def _write_traceback(verb: str) -> Path | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_status(main()))

@@ -7,11 +7,11 @@ Python (KeyboardInterrupt, which runs every cleanup) only when the verb starts i
 
 import signal
 
-from ccgym.interrupts import quit_interrupted
+from ccgym.interrupts import exit_status, quit_interrupted
 
 
 def main() -> int:
     signal.signal(signal.SIGINT, quit_interrupted)
     from ccgym.cli import main as cli_main
 
-    return cli_main()
+    return exit_status(cli_main())

@@ -22,6 +22,18 @@ def quit_interrupted(signum: int, frame: object) -> None:
     os._exit(INTERRUPTED_STATUS)
 
 
+def exit_status(status: int) -> int:
+    """The process's exit status, for the console script and `python -m ccgym.cli`: after a
+    verb has reported "interrupted", status 130 at once. Python ends itself by SIGINT at exit
+    when it judges a KeyboardInterrupt unhandled, and it can judge so of one the verb handled
+    (CI saw a -2 after "ccgym search: interrupted"): a script waiting on ccgym must see 130."""
+    if status == INTERRUPTED_STATUS:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED_STATUS)
+    return status
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises KeyboardInterrupt, so that cleanup code (stopping Ray,
