@@ -45,9 +45,8 @@ struct CompeteRule {
   // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
   // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
   double enter_after_ms = 1000;
-  // Leaving needs the reading low for this long: one drained queue is Copa's evidence that
-  // nothing fills the buffer, and the reading already holds it for kDrainRtts.
-  double leave_after_rtts = 0;
+  // Leaving waits for nothing: one drained queue is Copa's evidence that nothing fills the
+  // buffer, and the reading already holds it for kDrainRtts.
 };
 
 // One decision's mode change, from the newest ACK's reading: the mode flips once the drain
@@ -69,8 +68,7 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
     if (std::isnan(window.mode_change_asked_ms())) window.set_mode_change_asked_ms(v.last_ack_ms);
     const double smoothed_rtt_ms = v.min_rtt_ms + v.delay_ewma_ms;
     const double hold_ms =
-        standing ? std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms)
-                 : rule.leave_after_rtts * smoothed_rtt_ms;
+        standing ? std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms) : 0.0;
     if (v.last_ack_ms - window.mode_change_asked_ms() >= hold_ms) {
       // Leaving, the policy restarts from the classic's window, capped at the pipe the flow
       // measures (its delivery rate x min RTT): the share it has won, without a queue of its
