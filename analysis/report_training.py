@@ -74,23 +74,33 @@ def _group_score_tags(run: TrainingRun) -> list[str]:
                   if t.startswith("eval/") and t.endswith(GROUP_SCORE_SUFFIX) and t != SCORE_TAG)
 
 
-def share_floor(run: TrainingRun) -> float:
-    """The run's [eval] share_floor: 0 when it chose its policy by score alone."""
-    return float(run.config.get("eval", {}).get("share_floor", 0.0) or 0.0)
+def share_band(run: TrainingRun) -> tuple[float, float]:
+    """The run's [eval] share_floor and share_ceiling: (0, 1) when it chose its policy by
+    score alone."""
+    ev = run.config.get("eval", {})
+    return float(ev.get("share_floor", 0.0) or 0.0), float(ev.get("share_ceiling", 1.0))
 
 
 def best(run: TrainingRun) -> tuple[int | None, float | None]:
     """The iteration whose policy the run kept, and its validation score: the highest score,
-    or with a share floor, as training chooses (train/early_stopping.py): first the lowest
-    share capped at the floor, then the score."""
+    or with a share floor or ceiling, as training chooses (train/early_stopping.py): first the
+    held share, then the score."""
     from ccgym.train.share_validation import held_share
 
     steps, values = run.scalars.get(SCORE_TAG, ([], []))
-    floor = share_floor(run)
+    floor, ceiling = share_band(run)
     lowest = dict(zip(*run.scalars.get(LOWEST_SHARE_TAG, ([], []))))
+    # The highest mean share beside a competitor, from the per-competitor series (runs from
+    # before the ceiling did not log it).
+    beside = [dict(zip(*series)) for tag, series in run.scalars.items()
+              if tag.startswith(SHARE_PREFIX) and tag.count("/") == 2]
 
     def held(step: int) -> float:
-        return held_share({"shares/lowest": lowest[step]} if step in lowest else {}, floor)
+        if step not in lowest:
+            return held_share({}, floor, ceiling)
+        highest = max((b[step] for b in beside if step in b), default=math.nan)
+        return held_share({"shares/lowest": lowest[step], "shares/highest": highest},
+                          floor, ceiling)
 
     finite = [((held(s), v), s) for s, v in zip(steps, values) if math.isfinite(v)]
     if not finite:
@@ -106,10 +116,12 @@ def training_section(run: TrainingRun, figures: Figures) -> Section:
     parts = []
     step, best_score = best(run)
     summary = f"<p>Training run <b>{e(name)}</b>: "
-    floor = share_floor(run)
+    floor, ceiling = share_band(run)
+    band = (f"its lowest share up to {floor:g}" if ceiling >= 1 else
+            f"its shares within {floor:g}-{ceiling:g}")
     if best_score is not None:
         kept = (f"policy kept at iteration {step} (validation score <b>{best_score:.3f}</b>; "
-                f"chosen first by its lowest share up to {floor:g}, then by score)" if floor
+                f"chosen first by {band}, then by score)" if floor > 0 or ceiling < 1
                 else f"best validation score <b>{best_score:.3f}</b> at iteration {step}")
         parts.append(f"<p>{kept[0].upper()}{kept[1:]}.</p>")
         summary += f"{kept}.</p>"

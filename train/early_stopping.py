@@ -1,11 +1,11 @@
 """Which iteration's policy to keep, and when to stop: one small object every trainer uses.
 
 The best iteration is the one with the highest (held share, validation score): the held share
-is the policy's lowest share beside competitors capped at [eval] share_floor
-(train/share_validation.py), 0 for every iteration when no floor is set, so that the score
-alone decides; the first iteration is the best so far whatever its figures (a policy must
-exist to keep). Progress is any watched figure
-(the score, and e.g. DAgger's held-out agreement) beating its best by more than min_delta;
+is the policy's lowest share beside competitors capped at [eval] share_floor, less what its
+highest exceeds share_ceiling by (train/share_validation.py), 0 for every iteration when
+neither is set, so that the score alone decides; the first iteration is the best so far
+whatever its figures (a policy must exist to keep). Progress is any watched figure (the score,
+and e.g. DAgger's held-out agreement) beating its best by more than min_delta;
 after `patience` iterations without progress the run stops. All of it is decided from this
 object's state, which a checkpoint carries (to_dict / from_dict), never from the files on disk.
 """

@@ -247,8 +247,9 @@ def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[s
     """Keeps the policy if it is the best so far, logs the iteration, writes the checkpoint."""
     score = scores["score"]
     state.iteration = k
-    held = held_share(scores, run.config.eval.share_floor)
-    watched = {**figures.watched, **({"shares/held": held} if run.config.eval.share_floor else {})}
+    ev = run.config.eval
+    held = held_share(scores, ev.share_floor, ev.share_ceiling)
+    watched = {**figures.watched, **({"shares/held": held} if ev.selects_by_share else {})}
     if state.early_stopping.update(k, score, held, **watched):
         state.trainer.policy.save(run.folder.policy)
     shares = {tag: value for tag, value in scores.items() if tag.startswith("shares/")
@@ -265,7 +266,7 @@ def _record(run: _Run, state: RunState, k: int, figures: Figures, scores: dict[s
     save_checkpoint(run.folder.checkpoint, state)
 
     beside = "".join(f"  {tag.removeprefix('shares/')} {value:.2f}"
-                     for tag, value in shares.items() if tag != "shares/lowest")
+                     for tag, value in shares.items() if tag.startswith("shares/beside_"))
     run.say(f"iteration {k}: {figures.text}  score {score:.3f}{beside}  "
             f"SPS {steps_per_second:.0f}" + ("  (best)" if state.early_stopping.best_iteration == k else ""))
     if state.early_stopping.stopped and k < run.config.run.iterations:

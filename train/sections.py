@@ -232,6 +232,10 @@ class EvalSection:
                                    "highest lowest share beside share_against capped at this "
                                    "floor, then the highest score; 0: by score alone.",
                                    PROBABILITY)
+    share_ceiling: float = described(1.0, "With share_floor, a band: the held share loses what "
+                                     "the highest share beside a competitor exceeds this "
+                                     "ceiling by (a policy that takes the link from cubic is "
+                                     "not sharing it); 1: no ceiling.", PROBABILITY)
 
     def check(self, config: TrainConfig) -> tuple[str, str] | None:
         """The share runs measure something, and a floor has shares to judge."""
@@ -246,7 +250,17 @@ class EvalSection:
                                              f"ramp), {least_s:g}, got {self.share_duration_s:g}")
         if self.share_floor > 0 and not self.share_against:
             return "eval.share_floor", "needs competitors: set share_against, or a floor of 0"
+        if self.share_ceiling < 1 and not self.share_against:
+            return "eval.share_ceiling", "needs competitors: set share_against, or a ceiling of 1"
+        if self.share_ceiling < self.share_floor:
+            return "eval.share_ceiling", (f"must be at least share_floor ({self.share_floor:g}), "
+                                          f"got {self.share_ceiling:g}")
         return None
+
+    @property
+    def selects_by_share(self) -> bool:
+        """Whether the shares take part in choosing the best iteration (a floor or ceiling)."""
+        return self.share_floor > 0 or self.share_ceiling < 1
 
     @property
     def validation_length_s(self) -> float | None:

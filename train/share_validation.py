@@ -8,11 +8,13 @@ while both send, from the policy's start plus the ramp (measure.metrics.overlap_
 figure bench_coexist.py reports. Every (competitor, link, seed) run steps in lockstep, so the
 policy's inference is one batch.
 
-[eval] share_floor states how the best policy is chosen from them (held_share, and
-train/early_stopping.py): iterations compare first by their lowest share (over competitors)
-capped at the floor, then by score. With the floor at 0 (the default) that is the score alone;
-with a floor of 0.35, a policy that holds 0.35 beside every competitor beats any that does
-not, and among those the score decides.
+[eval] share_floor and share_ceiling state how the best policy is chosen from them
+(held_share, and train/early_stopping.py): iterations compare first by their held share, the
+lowest share (over competitors) capped at the floor less what the highest exceeds the ceiling
+by, then by score. With the floor at 0 and the ceiling at 1 (the defaults) that is the score
+alone; with a floor of 0.35, a policy that holds 0.35 beside every competitor beats any that
+does not, and among those the score decides; a ceiling of 0.65 also ranks a policy that takes
+0.80 beside cubic below one that shares it.
 """
 
 from __future__ import annotations
@@ -80,14 +82,18 @@ def validate_shares(policy: LstmPolicy, links: Sequence[Link], ev: EvalSection,
         out.update({share_tag(competitor, link.name): value
                     for link, value in zip(links, per_link)})
     out["shares/lowest"] = min(out[share_tag(c)] for c in ev.share_against)
+    out["shares/highest"] = max(out[share_tag(c)] for c in ev.share_against)
     return out
 
 
-def held_share(shares: dict[str, float], floor: float) -> float:
-    """The lowest share capped at the floor: the first part of selection_key (0 with no floor
-    or no share validation)."""
-    if floor <= 0 or "shares/lowest" not in shares:
+def held_share(shares: dict[str, float], floor: float, ceiling: float = 1.0) -> float:
+    """The lowest share capped at the floor, less what the highest share exceeds the ceiling
+    by: the first part of the best-iteration key (0 with neither, or no share validation)."""
+    if (floor <= 0 and ceiling >= 1) or "shares/lowest" not in shares:
         return 0.0
-    lowest = shares["shares/lowest"]
-    return min(lowest, floor) if not math.isnan(lowest) else 0.0
+    lowest, highest = shares["shares/lowest"], shares.get("shares/highest", math.nan)
+    if math.isnan(lowest):
+        return 0.0
+    overshoot = max(0.0, highest - ceiling) if not math.isnan(highest) else 0.0
+    return min(lowest, floor) - overshoot
 

@@ -39,6 +39,7 @@ def test_shares_are_those_eval_against_reports(tmp_path: Path) -> None:
         assert shares[share_tag(competitor)] == pytest.approx(expected, abs=1e-9)
         assert shares[share_tag(competitor, "narrow")] == shares[share_tag(competitor)]
     assert shares["shares/lowest"] == min(shares[share_tag("cubic")], shares[share_tag("bbr")])
+    assert shares["shares/highest"] == max(shares[share_tag("cubic")], shares[share_tag("bbr")])
     assert validate_shares(policy, [link], dataclasses.replace(ev, share_against=[]), 4) == {}
 
 
@@ -47,6 +48,15 @@ def test_the_held_share_is_the_lowest_capped_at_the_floor() -> None:
     assert held_share({"shares/lowest": 0.2}, 0.35) == 0.2
     assert held_share({"shares/lowest": 0.5}, 0.35) == 0.35
     assert held_share({}, 0.35) == 0.0
+
+
+def test_a_ceiling_takes_off_what_the_highest_share_exceeds_it_by() -> None:
+    shares = {"shares/lowest": 0.4, "shares/highest": 0.8}
+    assert held_share(shares, 0.35) == 0.35  # no ceiling: taking the link is not counted
+    assert held_share(shares, 0.35, 0.65) == pytest.approx(0.35 - 0.15)
+    assert held_share({"shares/lowest": 0.4, "shares/highest": 0.6}, 0.35, 0.65) == 0.35
+    # A ceiling alone: only the overshoot counts.
+    assert held_share(shares, 0.0, 0.65) == pytest.approx(-0.15)
 
 
 def test_training_logs_the_shares_and_keeps_the_policy_the_floor_prefers(tmp_path: Path) -> None:
