@@ -26,10 +26,9 @@ AGREEMENT_TAGS = {"dagger/expert_agreement": "held-out steps",
                   "dagger/rollout_agreement": "the policy's own rollouts"}
 SCORE_TAG = "eval/score"
 SCORE_LABEL = "validation links (mean)"
-# train/share_validation.py's scalars: the share beside each competitor (mean over its links)
-# and the lowest of them, which [eval] share_floor holds the chosen policy to.
+# train/share_validation.py's scalars: the share beside each competitor (mean over its links,
+# and per link: the band of [eval] share_floor and share_ceiling holds each link's).
 SHARE_PREFIX = "eval/shares/beside_"
-LOWEST_SHARE_TAG = "eval/shares/lowest"
 REFERENCE_TAGS = {"eval/oracle_score": "oracle", "eval/best_baseline_score": "best baseline"}
 GROUP_SCORE_SUFFIX = "/score"
 TRAIN_GROUP_NAMES = ("train", "training")
@@ -89,17 +88,17 @@ def best(run: TrainingRun) -> tuple[int | None, float | None]:
 
     steps, values = run.scalars.get(SCORE_TAG, ([], []))
     floor, ceiling = share_band(run)
-    lowest = dict(zip(*run.scalars.get(LOWEST_SHARE_TAG, ([], []))))
-    # The highest mean share beside a competitor, from the per-competitor series (runs from
-    # before the ceiling did not log it).
-    beside = [dict(zip(*series)) for tag, series in run.scalars.items()
-              if tag.startswith(SHARE_PREFIX) and tag.count("/") == 2]
+    # The least and greatest share on any link beside any competitor, as training takes them
+    # (train/share_validation.py), from the per-link series: runs from before the ceiling
+    # logged only the least of the competitors' means.
+    per_link = [dict(zip(*series)) for tag, series in run.scalars.items()
+                if tag.startswith(SHARE_PREFIX) and tag.count("/") == 3]
 
     def held(step: int) -> float:
-        if step not in lowest:
+        values = [shares[step] for shares in per_link if step in shares]
+        if not values:
             return held_share({}, floor, ceiling)
-        highest = max((b[step] for b in beside if step in b), default=math.nan)
-        return held_share({"shares/lowest": lowest[step], "shares/highest": highest},
+        return held_share({"shares/lowest": min(values), "shares/highest": max(values)},
                           floor, ceiling)
 
     finite = [((held(s), v), s) for s, v in zip(steps, values) if math.isfinite(v)]

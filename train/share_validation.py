@@ -10,11 +10,11 @@ policy's inference is one batch.
 
 [eval] share_floor and share_ceiling state how the best policy is chosen from them
 (held_share, and train/early_stopping.py): iterations compare first by their held share, the
-lowest share (over competitors) capped at the floor less what the highest exceeds the ceiling
-by, then by score. With the floor at 0 and the ceiling at 1 (the defaults) that is the score
-alone; with a floor of 0.35, a policy that holds 0.35 beside every competitor beats any that
-does not, and among those the score decides; a ceiling of 0.65 also ranks a policy that takes
-0.80 beside cubic below one that shares it.
+lowest share (on any link beside any competitor) capped at the floor less what the highest
+exceeds the ceiling by, then by score. With the floor at 0 and the ceiling at 1 (the
+defaults) that is the score alone; with a floor of 0.35, a policy that holds 0.35 beside
+every competitor on every link beats any that does not, and among those the score decides; a
+ceiling of 0.65 also ranks a policy that takes 0.80 beside cubic below one that shares it.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def check_shares(ev: EvalSection) -> None:
 def validate_shares(policy: LstmPolicy, links: Sequence[Link], ev: EvalSection,
                     seed: int) -> dict[str, float]:
     """The policy's mean share beside each competitor over the links and runs (share_tag's
-    tags; per link too), and `shares/lowest`, the least of the competitors' means. Empty when
-    [eval] share_against is."""
+    tags; per link too), and `shares/lowest` and `shares/highest`, the least and the greatest
+    share on any link beside any competitor. Empty when [eval] share_against is."""
     if not ev.share_against:
         return {}
     seeds = [seed + r for r in range(ev.runs)]
@@ -76,13 +76,16 @@ def validate_shares(policy: LstmPolicy, links: Sequence[Link], ev: EvalSection,
         share = 0.0 if own is None else float(own["share_overlap"])
         shares.setdefault((competitor, link.name), []).append(share)
     out: dict[str, float] = {}
+    every_link: list[float] = []
     for competitor in ev.share_against:
         per_link = [float(np.mean(shares[(competitor, link.name)])) for link in links]
         out[share_tag(competitor)] = float(np.mean(per_link))
         out.update({share_tag(competitor, link.name): value
                     for link, value in zip(links, per_link)})
-    out["shares/lowest"] = min(out[share_tag(c)] for c in ev.share_against)
-    out["shares/highest"] = max(out[share_tag(c)] for c in ev.share_against)
+        every_link += per_link
+    # Per link, not per competitor's mean: a mean in the band can hide a link where the policy
+    # takes 0.9 of cubic's link and another where it keeps 0.2.
+    out["shares/lowest"], out["shares/highest"] = min(every_link), max(every_link)
     return out
 
 

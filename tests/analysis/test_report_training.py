@@ -12,6 +12,7 @@ STEPS = [1, 2, 3]
 SCALARS = {
     "eval/score": (STEPS, [-2.0, -2.5, -2.2]),
     "eval/shares/beside_cubic": (STEPS, [0.5, 0.5, 0.8]),
+    "eval/shares/beside_cubic/shared-24mbps-20ms-1bdp": (STEPS, [0.5, 0.5, 0.8]),
     "eval/shares/beside_bbr": (STEPS, [0.1, 0.4, 0.36]),
     "eval/shares/beside_bbr/shared-24mbps-20ms-1bdp": (STEPS, [0.1, 0.4, 0.36]),
     "eval/shares/lowest": (STEPS, [0.1, 0.4, 0.36]),

@@ -43,6 +43,20 @@ def test_shares_are_those_eval_against_reports(tmp_path: Path) -> None:
     assert validate_shares(policy, [link], dataclasses.replace(ev, share_against=[]), 4) == {}
 
 
+def test_the_lowest_and_highest_shares_are_per_link() -> None:
+    # A competitor's mean over links in the band can hide a link where the policy takes most of
+    # the link and one where it keeps little: the band judges each link.
+    torch.manual_seed(3)
+    links = [link_from_spec(SHARE_LINK),
+             link_from_spec("name=wide,rate_mbps=48,delay_ms=10,queue=droptail:packets=20")]
+    ev = EvalSection(runs=1, share_against=["cubic", "bbr"], share_duration_s=11.0)
+    shares = validate_shares(LstmPolicy(hidden_size=8), links, ev, seed=2)
+    per_link = [shares[share_tag(c, link.name)] for c in ("cubic", "bbr") for link in links]
+    assert shares["shares/lowest"] == min(per_link)
+    assert shares["shares/highest"] == max(per_link)
+    assert len(set(per_link)) > 1  # the links differ, or this checks nothing
+
+
 def test_the_held_share_is_the_lowest_capped_at_the_floor() -> None:
     assert held_share({"shares/lowest": 0.2}, 0.0) == 0.0
     assert held_share({"shares/lowest": 0.2}, 0.35) == 0.2
