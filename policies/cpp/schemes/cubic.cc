@@ -21,7 +21,8 @@ SchemeEntry cubic_scheme() {
             {"hystart", 0, "1: leave the first slow start on HyStart's delay test (Linux's)",
              in_closed(0, 1)},
             {"linux_rto", 0,
-             "1: Linux's retransmission timeout (at least srtt + 200 ms), not RFC 6298's",
+             "1: Linux's timeouts: its RTO (at least srtt + 200 ms), a tail loss probe "
+             "first, a spurious timeout undone (0: RFC 6298's RTO)",
              in_closed(0, 1)}}},
           &make};
 }
