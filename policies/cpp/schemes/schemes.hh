@@ -133,7 +133,7 @@ class RttEstimator {
 // gain. RttEstimator's RFC 6298 RTO, srtt + 4 x rttvar, lets rttvar decay while the RTT
 // climbs smoothly, and a queue that grows by more than that in a round trip fires it
 // spuriously: on the Verizon LTE recording (unlimited buffer) three cubic flows time out
-// where kernel cubic never does (docs/results.md, "Shared links"). A round ends with the
+// where kernel cubic's do not (docs/results.md, "Shared links"). A round ends with the
 // ACK of the first packet sent after the last round's end, as Linux's rtt_seq.
 class LinuxRto {
  public:
