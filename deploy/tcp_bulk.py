@@ -48,8 +48,9 @@ def _stop_on_sigterm() -> None:
 def send(to: str, cc: str, duration_s: float) -> int:
     host, _, port = to.rpartition(":")
     # The kernel's own buffer sizing (tcp_wmem, tcp_rmem autotuning), as an application that
-    # sets none gets it: on a link with an unlimited queue it, not the congestion control,
-    # caps the window.
+    # sets none gets it: on a link with an unlimited queue it caps the window only once about
+    # 4 MB (tcp_wmem's maximum) are in flight, after 18 s for one cubic flow alone on the
+    # Verizon LTE recording; before that the congestion window decides (docs/results.md).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())

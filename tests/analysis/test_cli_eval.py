@@ -82,7 +82,7 @@ def test_bad_link_is_a_clear_error(tmp_path: Path, capsys, spec: str, message: s
 
 @pytest.mark.parametrize("schemes, message", [
     ("nosuch", "unknown scheme 'nosuch' (valid: fixed"),
-    ("cubic:foo=1", "unknown parameter 'foo' (valid: c, beta, hystart)"),
+    ("cubic:foo=1", "unknown parameter 'foo' (valid: c, beta, hystart, linux_rto)"),
 ])
 def test_bad_scheme_is_a_clear_error(tmp_path: Path, capsys, schemes: str, message: str) -> None:
     out = tmp_path / "rows.json"

@@ -560,6 +560,90 @@ TEST(SchemeCubic, RegrowsTowardTheLastMaximumAfterALoss) {
   EXPECT_GT(cc->window_size(), w_max);
 }
 
+TEST(LinuxRto, StartsAtThreeRttsAndNeverComesWithin200MsOfSrtt) {
+  schemes::LinuxRto first;
+  first.add(150, 0, 10);
+  EXPECT_DOUBLE_EQ(first.rto(), 450);  // 3 x the first RTT
+  schemes::LinuxRto steady;
+  schemes::RttEstimator rfc;
+  uint64_t seq = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 10; ++i, ++seq) {
+      steady.add(40, seq, seq + 10);
+      rfc.add(40);
+    }
+  }
+  EXPECT_NEAR(steady.rto(), 240, 1e-6);  // srtt + tcp_rto_min
+  EXPECT_DOUBLE_EQ(rfc.rto(), 200);      // RFC 6298's, at Linux's 200 ms floor
+}
+
+TEST(LinuxRto, KeepsAheadOfAQueueThatGrowsEveryRound) {
+  // The RTT climbs 60 ms a round (a queue filling an unlimited buffer on a slowing link):
+  // RFC 6298's rttvar decays on the smooth climb and its RTO falls below the next round's
+  // RTT, the timeout that fires spuriously; Linux's stays above it.
+  schemes::LinuxRto linux_rto;
+  schemes::RttEstimator rfc;
+  uint64_t seq = 0;
+  double rtt = 100;
+  int rfc_behind = 0;
+  for (int round = 0; round < 30; ++round) {
+    for (int i = 0; i < 40; ++i, ++seq, rtt += 1.5) {
+      linux_rto.add(rtt, seq, seq + 40);
+      rfc.add(rtt);
+    }
+    const double next_round_rtt = rtt + 60;
+    EXPECT_GT(linux_rto.rto(), next_round_rtt) << "round " << round;
+    rfc_behind += rfc.rto() < next_round_rtt;
+  }
+  EXPECT_GT(rfc_behind, 20);
+}
+
+TEST(SchemeCubic, LinuxTimeoutsProbeFirstAndUndoASpuriousTimeout) {
+  auto cc = make_controller("cubic:linux_rto=1");
+  Driver d(*cc);
+  double t = 0;
+  for (int rtt = 0; rtt < 3; ++rtt) {
+    const int n = static_cast<int>(cc->window_size());
+    const uint64_t s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 41);
+    t += 41;
+  }
+  EXPECT_DOUBLE_EQ(cc->window_size(), 80);
+  // ACKs stop: the first expiry, 2 x srtt after the last ACK, is a tail loss probe.
+  EXPECT_NEAR(cc->timeout_ms(), 2 * 40.6, 1);
+  const uint64_t head = d.send(80, t);
+  cc->on_timeout(t + 100);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 80);
+  EXPECT_GT(cc->timeout_ms(), 200);  // then the RTO, from the probe
+  cc->on_timeout(t + 400);
+  EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+  // The head of the flight was late, not lost: its ACK undoes the timeout.
+  d.ack(head, t + 500);
+  EXPECT_GE(cc->window_size(), 80);
+
+  // Without linux_rto the first expiry cuts, and nothing is undone.
+  auto plain = make_controller("cubic");
+  Driver p(*plain);
+  const uint64_t s = p.send(10, 0);
+  p.ack_range(s, s + 10, 40, 41);
+  const uint64_t flight = p.send(20, 41);
+  plain->on_timeout(400);
+  p.ack(flight, 500);
+  EXPECT_LT(plain->window_size(), 3);
+}
+
+TEST(SchemeCubic, ALinuxTimeoutWhoseHeadWasLostStays) {
+  auto cc = make_controller("cubic:linux_rto=1");
+  Driver d(*cc);
+  const uint64_t s = d.send(10, 0);
+  d.ack_range(s, s + 10, 40, 41);
+  const uint64_t flight = d.send(20, 41);
+  cc->on_timeout(200);  // the probe
+  cc->on_timeout(500);  // the timeout
+  d.ack(flight + 1, 600);  // the head is missing: it was lost
+  EXPECT_LT(cc->window_size(), 3);
+}
+
 // ---------------------------------------------------------------------------
 // Over the fake bottleneck: 1 packet/ms (12 Mbit/s), 20 ms each way: BDP 40.
 

@@ -7,7 +7,8 @@ namespace {
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   const double c = param(params, "c");
   const double beta = param(params, "beta");
-  return std::make_unique<Cubic>(c, beta, param(params, "hystart") != 0);
+  return std::make_unique<Cubic>(c, beta, param(params, "hystart") != 0,
+                                 param(params, "linux_rto") != 0);
 }
 
 }  // namespace
@@ -18,6 +19,10 @@ SchemeEntry cubic_scheme() {
            {{"c", 0.4, "cubic scaling constant (packets / s^3)", above(0)},
             {"beta", 0.7, "multiplicative decrease factor on a loss event", in_open(0, 1)},
             {"hystart", 0, "1: leave the first slow start on HyStart's delay test (Linux's)",
+             in_closed(0, 1)},
+            {"linux_rto", 0,
+             "1: Linux's timeouts: its RTO (at least srtt + 200 ms), a tail loss probe "
+             "first, a spurious timeout undone (0: RFC 6298's RTO)",
              in_closed(0, 1)}}},
           &make};
 }

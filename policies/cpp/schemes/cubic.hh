@@ -9,7 +9,8 @@
 // drops, then backs off by beta: a standing queue on deep buffers.
 // Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
 // at most 1.5x per RTT); HyStart only as an option (hystart=1: its delay test, below);
-// no fast recovery (no retransmissions).
+// no fast recovery (no retransmissions). The timeout is RFC 6298's, or Linux's as an
+// option (linux_rto=1: LinuxRto's timer, and a spurious timeout undone, below).
 #pragma once
 #include "policies/cpp/schemes/schemes.hh"
 
@@ -17,8 +18,12 @@ namespace ccgym::schemes {
 
 class Cubic final : public Controller {
  public:
-  Cubic(double c, double beta, bool hystart = false)
-      : c_(c), beta_(beta), reno_alpha_(3 * (1 - beta) / (1 + beta)), hystart_(hystart) {}
+  Cubic(double c, double beta, bool hystart = false, bool linux_rto = false)
+      : c_(c),
+        beta_(beta),
+        reno_alpha_(3 * (1 - beta) / (1 + beta)),
+        hystart_(hystart),
+        linux_rto_(linux_rto) {}
 
   double window_size() override { return cwnd_; }
   void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override {
@@ -29,6 +34,12 @@ class Cubic final : public Controller {
               double ack_ms) override {
     // send_ms, ack_ms: sender clock.
     rtt_.add(ack_ms - send_ms);
+    if (linux_rto_) {
+      linux_timeout_.add(ack_ms - send_ms, seq, next_seq_);
+      undo_spurious_timeout(seq);
+      probe_armed_ = true;
+    }
+    acked_through_ = std::max(acked_through_, seq + 1);
     if (hystart_ && cwnd_ < ssthresh_) hystart_delay_test(seq, ack_ms - send_ms);
     if (loss_.on_ack(seq)) {
       on_loss();
@@ -38,8 +49,21 @@ class Cubic final : public Controller {
       congestion_avoidance(ack_ms);
     }
   }
-  double timeout_ms() override { return rtt_.rto(); }
+  double timeout_ms() override {
+    if (!linux_rto_) return rtt_.rto();
+    return probe_armed_ ? linux_timeout_.probe_timeout() : linux_timeout_.rto();
+  }
   void on_timeout(double /*now_ms: sender clock*/) override {
+    if (linux_rto_ && probe_armed_) {
+      probe_armed_ = false;  // a tail loss probe: the sender's one datagram, no cut
+      return;
+    }
+    if (linux_rto_ && !undo_pending_) {
+      undo_pending_ = true;
+      undo_head_seq_ = acked_through_;
+      undo_window_ = cwnd_;
+      undo_ssthresh_ = ssthresh_;
+    }
     loss_.on_timeout();
     w_max_ = cwnd_;
     ssthresh_ = std::max(cwnd_ * beta_, 2.0);
@@ -76,6 +100,21 @@ class Cubic final : public Controller {
     if (++round_samples_ < kHystartSamples) return;
     const double threshold = std::clamp(rtt_.min() / 8, kHystartMinDelayMs, kHystartMaxDelayMs);
     if (round_min_rtt_ms_ >= rtt_.min() + threshold) ssthresh_ = cwnd_;
+  }
+
+  // Linux's undo of a spurious timeout (F-RTO, or Eifel's test with timestamps): when the
+  // first ACK after a timeout is for the oldest packet then unacknowledged, sent before it,
+  // that packet was late, not lost, and the window and ssthresh go back to where they were
+  // (tcp_try_undo_loss; CUBIC's epoch restarts, its W_max stays the timeout's). On an
+  // unlimited buffer every timeout is spurious, and one that is kept leaves its flow far
+  // behind the others for the rest of the run.
+  void undo_spurious_timeout(uint64_t seq) {
+    if (!undo_pending_) return;
+    undo_pending_ = false;
+    if (seq != undo_head_seq_) return;  // the oldest packet was lost: a real timeout
+    cwnd_ = std::max(cwnd_, undo_window_);
+    ssthresh_ = std::max(ssthresh_, undo_ssthresh_);
+    in_epoch_ = false;
   }
 
   void on_loss() {
@@ -135,6 +174,14 @@ class Cubic final : public Controller {
   RttEstimator rtt_;
   LossDetector loss_;
   bool hystart_;
+  bool linux_rto_;
+  LinuxRto linux_timeout_;
+  uint64_t acked_through_ = 0;  // one past the highest sequence number acknowledged
+  bool probe_armed_ = false;    // the next expiry is a tail loss probe (linux_rto)
+  bool undo_pending_ = false;   // a timeout waits for its first ACK (linux_rto)
+  uint64_t undo_head_seq_ = 0;  // the oldest unacknowledged packet at that timeout
+  double undo_window_ = 0;      // the window and ssthresh the timeout cut
+  double undo_ssthresh_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t round_end_seq_ = 0;
   double round_min_rtt_ms_ = std::numeric_limits<double>::infinity();

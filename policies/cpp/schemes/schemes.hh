@@ -126,6 +126,73 @@ class RttEstimator {
   double min_ = std::numeric_limits<double>::infinity();
 };
 
+// The retransmission timeout as Linux computes it (tcp_rtt_estimator, __tcp_set_rto in
+// tcp_input.c): srtt plus a variation that jumps to 4x the mean deviation at once when it
+// grows, falls only a quarter of the way towards the round's largest per round trip, and is
+// never below tcp_rto_min (200 ms); a falling RTT moves the deviation with an eighth of the
+// gain. RttEstimator's RFC 6298 RTO, srtt + 4 x rttvar, lets rttvar decay while the RTT
+// climbs smoothly, and a queue that grows by more than that in a round trip fires it
+// spuriously: on the Verizon LTE recording (unlimited buffer) three cubic flows time out
+// where kernel cubic's do not (docs/results.md, "Shared links"). A round ends with the
+// ACK of the first packet sent after the last round's end, as Linux's rtt_seq.
+class LinuxRto {
+ public:
+  // An RTT sample from the ACK of seq, next_seq being the next sequence number to be sent.
+  void add(double rtt_ms, uint64_t seq, uint64_t next_seq) {
+    if (!(rtt_ms >= 0) || !std::isfinite(rtt_ms)) return;
+    latest_ms_ = rtt_ms;
+    if (!have_) {
+      srtt_ms_ = rtt_ms;
+      deviation4_ms_ = 2 * rtt_ms;  // Linux's first RTO: 3 x the first RTT
+      variation_ms_ = std::max(deviation4_ms_, kMinRtoMs);
+      round_max_ms_ = variation_ms_;
+      round_end_seq_ = next_seq;
+      have_ = true;
+      return;
+    }
+    const double error = rtt_ms - srtt_ms_;
+    srtt_ms_ += error / 8;
+    double step = std::abs(error) - deviation4_ms_ / 4;
+    if (error < 0 && step > 0) step /= 8;
+    deviation4_ms_ += step;
+    if (deviation4_ms_ > round_max_ms_) {
+      round_max_ms_ = deviation4_ms_;
+      variation_ms_ = std::max(variation_ms_, round_max_ms_);
+    }
+    if (seq >= round_end_seq_) {
+      if (round_max_ms_ < variation_ms_) variation_ms_ -= (variation_ms_ - round_max_ms_) / 4;
+      round_end_seq_ = next_seq;
+      round_max_ms_ = kMinRtoMs;
+    }
+  }
+  double rto() const {
+    return have_ ? std::min(srtt_ms_ + variation_ms_, kMaxRtoMs) : RttEstimator::kDefaultRtoMs;
+  }
+  // When a tail loss probe goes after the last ACK (tcp_schedule_loss_probe): 2 x srtt, at
+  // least 10 ms, and no later than the RTO counted from the oldest packet's send (about the
+  // latest RTT before that ACK).
+  double probe_timeout() const {
+    if (!have_) return rto();
+    double timeout = std::max(2 * srtt_ms_, kMinProbeMs);
+    const double rto_left = rto() - latest_ms_;
+    if (rto_left > 0) timeout = std::min(timeout, rto_left);
+    return timeout;
+  }
+
+  static constexpr double kMinRtoMs = 200;      // TCP_RTO_MIN
+  static constexpr double kMaxRtoMs = 120000;   // TCP_RTO_MAX
+  static constexpr double kMinProbeMs = 10;      // TCP_TIMEOUT_MIN_US
+
+ private:
+  bool have_ = false;
+  double srtt_ms_ = 0;
+  double latest_ms_ = 0;
+  double deviation4_ms_ = 0;  // 4 x the mean deviation (Linux's mdev_us)
+  double variation_ms_ = 0;   // what the RTO adds to srtt (rttvar_us)
+  double round_max_ms_ = 0;   // the largest deviation4 this round, at least kMinRtoMs (mdev_max_us)
+  uint64_t round_end_seq_ = 0;
+};
+
 // Loss events from gaps in the acked sequence, at most one per round trip: after
 // an event, losses of packets sent before it (seq <= the highest sent then) are
 // part of the same event, as in NewReno's recovery.
