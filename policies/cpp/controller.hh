@@ -41,6 +41,10 @@ class Controller {
   // Pacing rate in Mbit/s; 0 sends as soon as the window allows.
   virtual double pacing_rate_mbps() { return 0; }
 
+  // Packets sent back to back at each paced send, the schedule then waiting that many packet
+  // times (a kernel's TSO/GSO burst: bbr's); 1 paces packet by packet. Only with pacing.
+  virtual double send_quantum_packets() { return 1; }
+
   virtual std::string name() const = 0;
 };
 

@@ -29,7 +29,7 @@ double SenderModel::current_window() {
 bool SenderModel::can_send(double now_ms) {
   if (!active(now_ms)) return false;
   if (static_cast<double>(in_flight()) + 1 > current_window() + 1e-9) return false;
-  return now_ms >= next_paced_send_ms_;
+  return now_ms >= next_paced_send_ms_ || burst_left_ >= 1;
 }
 
 uint64_t SenderModel::on_send(double now_ms) {
@@ -43,9 +43,14 @@ uint64_t SenderModel::on_send(double now_ms) {
     // wake-up keeps the schedule up to the credit; a send that waited for the window
     // starts a new one, as a sender with nothing to send earns no credit.
     const double earliest_ms = pacing_due_ ? now_ms - kLateCreditPackets * interval_ms : now_ms;
+    // A burst's first packet goes on the schedule; the rest of it follow at once, each
+    // still moving the schedule on by its own packet time.
+    burst_left_ = now_ms >= next_paced_send_ms_ ? controller_->send_quantum_packets() - 1
+                                                : burst_left_ - 1;
     next_paced_send_ms_ = std::max(next_paced_send_ms_, earliest_ms) + interval_ms;
   } else {
     next_paced_send_ms_ = now_ms;
+    burst_left_ = 0;
   }
   return seq;
 }
@@ -73,7 +78,12 @@ double SenderModel::next_wakeup_ms(double now_ms) {
   if (now_ms < start_ms_) return start_ms_;
   double next = last_progress_ms_ + controller_->timeout_ms();
   const bool window_open = static_cast<double>(in_flight()) + 1 <= current_window() + 1e-9;
-  if (window_open) next = std::min(next, std::max(now_ms, next_paced_send_ms_));
+  // A burst the window cut short is not resumed when it opens: the rest waits for the
+  // schedule, as a kernel's pacing timer holds what cwnd did not let out.
+  if (!window_open) burst_left_ = 0;
+  if (window_open) {
+    next = std::min(next, burst_left_ >= 1 ? now_ms : std::max(now_ms, next_paced_send_ms_));
+  }
   pacing_due_ = window_open && next_paced_send_ms_ > now_ms;
   return next < stop_ms_ ? next : kNever;
 }

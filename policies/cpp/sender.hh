@@ -58,6 +58,8 @@ class SenderModel {
   // The last next_wakeup_ms asked to be woken for a paced send (the window was open):
   // a send after that time is late, not a send that waited for the window or for data.
   bool pacing_due_ = false;
+  // Packets of the current burst still to go before the schedule's next paced send.
+  double burst_left_ = 0;
 };
 
 }  // namespace ccgym
