@@ -42,7 +42,7 @@ uint64_t SenderModel::on_send(double now_ms) {
     // On time (now == next_paced_send_ms_) both branches give the same schedule. A late
     // wake-up keeps the schedule up to the credit; a send that waited for the window
     // starts a new one, as a sender with nothing to send earns no credit.
-    const double earliest_ms = pacing_due_ ? now_ms - kLateCreditPackets * interval_ms : now_ms;
+    const double earliest_ms = pacing_due_ ? now_ms - kLateCreditMs : now_ms;
     next_paced_send_ms_ = std::max(next_paced_send_ms_, earliest_ms) + interval_ms;
   } else {
     next_paced_send_ms_ = now_ms;
