@@ -35,11 +35,12 @@ class SenderModel {
   // A sender starved of the CPU on a loaded host runs every 10-30 ms (ccgym-sender's logs at
   // load 11-16). Were it to send only a few packets per run, a paced flow would send a
   // fraction of its rate while that lasts, and bbr, whose rate samples measure its own
-  // sending, loses its bandwidth estimate within 10 rounds (two packets of credit: 24 to 2
-  // Mbit/s with its process stopped 15 ms in every 17 for 2 s) and its share beside an
-  // unpaced cubic, which sends its window whenever it runs. The kernel's paced flows keep
-  // their schedule (fq sends each packet whose departure time has passed). A longer stall
-  // (the whole host) restarts the schedule rather than bursting.
+  // sending, loses its bandwidth estimate within 10 rounds (two packets of credit: 24 to 5
+  // Mbit/s in 1 s with its process stopped 15 ms in every 17) and its share beside an
+  // unpaced cubic, which sends its window whenever it runs. The kernel's paced flows are not
+  // starved so (their pacing runs on the kernel's timers, and fq sends each packet whose
+  // departure time has passed). A longer stall (the whole host) restarts the schedule rather
+  // than bursting.
   static constexpr double kLateCreditMs = 50;
 
   uint64_t in_flight() const { return next_seq_ - next_ack_expected_; }
