@@ -42,7 +42,7 @@ uint64_t SenderModel::on_send(double now_ms) {
     // On time (now == next_paced_send_ms_) both branches give the same schedule. A late
     // wake-up keeps the schedule up to the credit; a send that waited for the window
     // starts a new one, as a sender with nothing to send earns no credit.
-    const double earliest_ms = pacing_due_ ? now_ms - kLateCreditPackets * interval_ms : now_ms;
+    const double earliest_ms = pacing_due_ ? now_ms - kLateCreditMs : now_ms;
     // A burst's first packet goes on the schedule; the rest of it follow at once, each
     // still moving the schedule on by its own packet time.
     burst_left_ = now_ms >= next_paced_send_ms_ ? controller_->send_quantum_packets() - 1

@@ -323,6 +323,41 @@ def test_relay_gives_the_links_rate_and_delay(tmp_path: Path) -> None:
     assert offered == delivered == len(r["seq"]) and dropped == malformed == 0
 
 
+def test_a_paced_sender_starved_of_the_cpu_keeps_its_rate(tmp_path: Path) -> None:
+    """bbr's sender, stopped 15 ms in every 17 for 2 s (a process starved of the CPU on a
+    loaded host), sends at about its rate: each time it runs it catches up its pacing
+    schedule. Sending only a few packets per run, it sent 2-3 Mbit/s and bbr's bandwidth
+    estimate fell to that; a busier machine only starves it further."""
+    log = tmp_path / "sender.tsv"
+    with started(BIN["ccgym-receiver"], "--port", "0") as receiver:
+        port = listening_port(receiver)
+        with started(BIN["ccgym-link"], "--listen", "0", "--to", f"127.0.0.1:{port}", "--link",
+                     "rate_mbps=24,delay_ms=20,queue=droptail:packets=40") as link:
+            link_port = listening_port(link)
+            with started(BIN["ccgym-sender"], "--dest", f"127.0.0.1:{link_port}", "--scheme",
+                         "bbr", "--duration-s", "5", "--log", str(log)) as sender:
+                time.sleep(2)  # past bbr's startup
+                end = time.monotonic() + 2
+                try:
+                    while time.monotonic() < end:
+                        sender.send_signal(signal.SIGSTOP)
+                        time.sleep(0.015)
+                        sender.send_signal(signal.SIGCONT)
+                        time.sleep(0.002)
+                finally:
+                    sender.send_signal(signal.SIGCONT)
+                finish(sender, timeout=15)
+            stop(link)
+        stop(receiver)
+    assert_port_free(port)
+    assert_port_free(link_port)
+    s, _ = read_log(log)
+    # The sender's clock starts after the process does: inside the starved 2 s, with margin.
+    sends = (s["event"] == "send") & (s["send_ms"] >= 2200) & (s["send_ms"] < 3800)
+    mbps = s["bytes"][sends].sum() * 8 / 1600 / 1e3
+    assert mbps >= 10, f"the starved bbr sent {mbps:.1f} Mbit/s into a 24 Mbit/s link"
+
+
 def test_link_counts_and_drops_malformed_datagrams() -> None:
     with started(BIN["ccgym-receiver"], "--port", "0") as receiver:
         port = listening_port(receiver)
