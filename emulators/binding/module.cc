@@ -127,6 +127,7 @@ NB_MODULE(_core, m) {
   m.attr("OBS_DIM") = kObsDim;
   m.attr("NUM_ACTIONS") = kNumActions;
   m.attr("STEP_MS") = kStepMs;
+  m.attr("TOGETHER_START_SPREAD_MS") = kTogetherStartSpreadMs;
   m.attr("MIN_WINDOW") = kMinWindow;
   m.attr("MAX_WINDOW") = kMaxWindow;
   m.attr("INITIAL_WINDOW") = kInitialWindow;
@@ -249,14 +250,22 @@ NB_MODULE(_core, m) {
   nb::class_<Simulator>(m, "Simulator")
       .def("__init__", [](Simulator* self, const std::string& link,
                           const std::vector<std::tuple<std::string, double, double>>& flows,
-                          uint64_t seed, bool record_log) {
-        new (self) Simulator(parse_link_spec(link), to_flows(flows), seed, record_log);
+                          uint64_t seed, bool record_log, double start_spread_ms) {
+        new (self) Simulator(parse_link_spec(link), to_flows(flows), seed, record_log,
+                             start_spread_ms);
       }, "link"_a, "flows"_a, "seed"_a = 1, "record_log"_a = true,
-         "flows: (scheme, start_ms, stop_ms) each; stop_ms < 0 runs to the end.")
+         "start_spread_ms"_a = kTogetherStartSpreadMs,
+         "flows: (scheme, start_ms, stop_ms) each; stop_ms < 0 runs to the end. Flows with one\n"
+         "start_ms start each up to start_spread_ms later, seeded (simulator.hh).")
       .def("run_until", &Simulator::run_until, "until_ms"_a, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("now_ms", &Simulator::now_ms)
       .def_prop_ro("num_flows", &Simulator::num_flows)
       .def_prop_ro("min_rtt_ms", &Simulator::min_rtt_ms)
+      .def("start_ms", [](Simulator& s, std::size_t flow) {
+        check_flow(s, flow);
+        return s.start_ms(flow);
+      }, "flow"_a = 0, "When the flow starts (ms): as asked, plus its seeded offset if others\n"
+         "were asked to start with it.")
       .def("window", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         return s.sender(flow).window();

@@ -8,12 +8,33 @@
 #include <string>
 #include <mutex>
 
+#include "common/cpp/format.hh"
+#include "common/cpp/splitmix.hh"
 #include "emulators/cpp/step_workers.hh"
 
 namespace ccgym {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Each flow's start: as asked, and a draw of [0, spread_ms) later where another flow is asked
+// to start at the same instant (kTogetherStartSpreadMs).
+std::vector<double> start_times_ms(const std::vector<FlowSpec>& flows, uint64_t seed,
+                                   double spread_ms) {
+  // Every flow draws, together or not, so that a flow's offset depends on its index and the
+  // seed alone. Mixed once: derived seeds of consecutive seeds are consecutive states of
+  // splitmix's stream, which would make seed s's second draw seed s + 1's first.
+  uint64_t state = splitmix64_mix(derive_seed(seed, kStartOffsetPart));
+  std::vector<double> starts;
+  for (const FlowSpec& f : flows) {
+    const double offset_ms = spread_ms * splitmix64_uniform(state);
+    const auto together = std::count_if(flows.begin(), flows.end(), [&](const FlowSpec& g) {
+      return g.start_ms == f.start_ms;
+    });
+    starts.push_back(together > 1 ? f.start_ms + offset_ms : f.start_ms);
+  }
+  return starts;
+}
 }  // namespace
 
 double shared_ack_jitter_ms(const LinkSpec& link) {
@@ -35,9 +56,14 @@ void PacketLog::clear() {
 }
 
 Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, uint64_t seed,
-                     bool record_log)
+                     bool record_log, double start_spread_ms)
     : link_(link), record_log_(record_log), seed_(seed) {
   if (flows.empty()) throw std::invalid_argument("a simulation needs at least one flow");
+  if (!(start_spread_ms >= 0 && std::isfinite(start_spread_ms))) {
+    throw std::invalid_argument("start_spread_ms must be finite and >= 0, got " +
+                                format_number(start_spread_ms));
+  }
+  start_ms_ = start_times_ms(flows, seed, start_spread_ms);
   if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = shared_ack_jitter_ms(link);
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
   ack_ = make_direction(link_.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
@@ -48,7 +74,7 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
     auto* external = dynamic_cast<ExternalWindow*>(controller.get());
     senders_.push_back(std::make_unique<SenderModel>(std::move(controller),
                                                      static_cast<uint32_t>(i), f.packet_bytes,
-                                                     f.start_ms, f.stop_ms));
+                                                     start_ms_[i], f.stop_ms));
     externals_.push_back(external);
   }
   step_stats_.resize(flows.size());
