@@ -19,11 +19,11 @@ namespace ccgym {
 // direction's mean rate; 1 ms at 24 Mbit/s), at most kSharedAckJitterMaxMs. Without it every
 // ACK reaches its sender on the bottleneck's grid, the flows' packets meet a full DropTail
 // queue in the same order every round, and the seed decides nothing (two cubic flows on
-// 24 Mbit/s, 20 ms, 1 BDP: the second keeps 0.374 at every seed, where kernel TCP's keeps
-// 0.40-0.58 from run to run). Phase effects (Floyd and Jacobson 1991) break only under noise
-// longer than one packet time (ns-2 randomises each send by up to about one); kernel flows
-// through the link shell enter the link at any phase of it. One flow alone keeps the
-// noiseless link: its figures are the contest's and the calibrated ones.
+// 24 Mbit/s, 20 ms, 1 BDP, started at one instant: the second keeps 0.374 at every seed,
+// where kernel TCP's keeps 0.40-0.58 from run to run). Phase effects (Floyd and Jacobson
+// 1991) break only under noise longer than one packet time (ns-2 randomises each send by up
+// to about one); kernel flows through the link shell enter the link at any phase of it. One
+// flow alone keeps the noiseless link: its figures are the contest's and the calibrated ones.
 inline constexpr double kSharedAckJitterPackets = 2;
 inline constexpr double kSharedAckJitterMaxMs = 5;
 double shared_ack_jitter_ms(const LinkSpec& link);
@@ -39,7 +39,8 @@ double shared_ack_jitter_ms(const LinkSpec& link);
 // at 20 ms; the longer gaps of a loaded host are not modelled. The spread is the hosts', not
 // the link's: a link spec travels to the real-time relay and the link shell as well, where the
 // processes' own timing sets it, so it is the simulation's argument and no spec key. A flow
-// alone or at a start of its own keeps it exactly.
+// alone or at a start of its own keeps it exactly. The environments plan their flows' starts
+// themselves and start them as planned (VecSimulator::reset_flows).
 inline constexpr double kTogetherStartSpreadMs = 40;
 
 struct FlowSpec {

@@ -37,7 +37,8 @@ void VecSimulator::reset_flows(std::size_t i, const std::string& link, uint64_t 
                                const std::vector<FlowSpec>& flows, double window) {
   if (i >= sims_.size()) throw std::out_of_range("no such environment");
   const std::shared_ptr<const LinkSpec> spec = cached_link_spec(link);  // parsed once
-  auto sim = std::make_unique<Simulator>(*spec, flows, seed, /*record_log=*/false);
+  auto sim = std::make_unique<Simulator>(*spec, flows, seed, /*record_log=*/false,
+                                         /*start_spread_ms=*/0);
   SimRows rows;
   for (std::size_t f = 0; f < flows.size(); ++f) {
     if (!sim->external(f)) continue;

@@ -138,7 +138,10 @@ class VecSimulator {
   // spec is parsed once in the process (cached_link_spec), not once per episode.
   void reset(std::size_t i, const std::string& link, uint64_t seed, double window);
   // Starts simulation i afresh with `flows`; those whose scheme is kExternalScheme are its rows,
-  // each starting at `window`. std::invalid_argument if none is external.
+  // each starting at `window`. std::invalid_argument if none is external. Flows start at the
+  // instants asked, together ones too (no kTogetherStartSpreadMs): an environment draws its
+  // flows' starts itself (envs/competitors.py) and acts on them (which flows act, the expert's
+  // split, the fair share).
   void reset_flows(std::size_t i, const std::string& link, uint64_t seed,
                    const std::vector<FlowSpec>& flows, double window);
   // Simulation i; std::out_of_range for no such one, std::invalid_argument if never reset.

@@ -155,7 +155,7 @@ def test_mixed_bottleneck_reports_each_flow_share_and_jain(tmp_path):
 def test_two_kernel_cubic_flows_split_the_link_as_the_simulated_ones_do(tmp_path):
     # 24 Mbit/s, 20 ms, DropTail 1 BDP: the second kernel flow's share of the overlap, 12 s
     # runs at load 18-21, was 0.36-0.61 (benchmarks/bench_fidelity.py); ccgym's cubic with
-    # HyStart (as Linux's) over 8 seeds averages 0.46 with seeds 0.37-0.56. The band is wide
+    # HyStart (as Linux's) over 8 seeds of 14 s averages 0.46 with seeds 0.31-0.66. The band is wide
     # enough for a run on a loaded machine; a swapped or lost flow, or a link that starves
     # one of them, falls outside it.
     link, duration_s = "rate_mbps=24,delay_ms=20,queue=droptail:packets=80", 14.0
