@@ -522,7 +522,9 @@ TEST(SchemeCubic, SlowStartDoublesPerRttThenLossMultipliesByBeta) {
   EXPECT_GT(cc->window_size(), 170 * 0.7);
   EXPECT_LT(cc->window_size(), 170 * 0.7 + 1);
 
-  cc->on_timeout(t + 2000);
+  cc->on_timeout(t + 2000);  // Linux's tail loss probe first: no cut
+  EXPECT_GT(cc->window_size(), 170 * 0.7);
+  cc->on_timeout(t + 2300);  // then the timeout: slow start again from one packet
   EXPECT_DOUBLE_EQ(cc->window_size(), 1);
 }
 
