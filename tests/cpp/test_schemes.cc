@@ -522,7 +522,9 @@ TEST(SchemeCubic, SlowStartDoublesPerRttThenLossMultipliesByBeta) {
   EXPECT_GT(cc->window_size(), 170 * 0.7);
   EXPECT_LT(cc->window_size(), 170 * 0.7 + 1);
 
-  cc->on_timeout(t + 2000);
+  cc->on_timeout(t + 2000);  // Linux's tail loss probe first: no cut
+  EXPECT_GT(cc->window_size(), 170 * 0.7);
+  cc->on_timeout(t + 2300);  // then the timeout: slow start again from one packet
   EXPECT_DOUBLE_EQ(cc->window_size(), 1);
 }
 
@@ -599,7 +601,7 @@ TEST(LinuxRto, KeepsAheadOfAQueueThatGrowsEveryRound) {
 }
 
 TEST(SchemeCubic, LinuxTimeoutsProbeFirstAndUndoASpuriousTimeout) {
-  auto cc = make_controller("cubic:linux_rto=1");
+  auto cc = make_controller("cubic");  // Linux's timeouts are the default
   Driver d(*cc);
   double t = 0;
   for (int rtt = 0; rtt < 3; ++rtt) {
@@ -621,8 +623,8 @@ TEST(SchemeCubic, LinuxTimeoutsProbeFirstAndUndoASpuriousTimeout) {
   d.ack(head, t + 500);
   EXPECT_GE(cc->window_size(), 80);
 
-  // Without linux_rto the first expiry cuts, and nothing is undone.
-  auto plain = make_controller("cubic");
+  // RFC 6298's timer: the first expiry cuts, and nothing is undone.
+  auto plain = make_controller("cubic:linux_rto=0");
   Driver p(*plain);
   const uint64_t s = p.send(10, 0);
   p.ack_range(s, s + 10, 40, 41);
@@ -994,6 +996,28 @@ TEST(SchemeC2tcp, DropsToOneAfterAWholeIntervalAboveItsTarget) {
   EXPECT_GT(cc->window_size(), 1);
   cc->on_ack(t + 2, 100, 150, 200);
   EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+TEST(SchemeC2tcp, TimesOutAsLinuxDoesUnlessToldOtherwise) {
+  // ACKs stop: the first expiry is Linux's tail loss probe (2 x srtt), no cut; RFC 6298's
+  // timer waits at least 200 ms and cuts.
+  for (const bool linux_rto : {true, false}) {
+    auto cc = make_controller(linux_rto ? "c2tcp" : "c2tcp:linux_rto=0");
+    Driver d(*cc);
+    const uint64_t s = d.send(10, 0);
+    d.ack_range(s, s + 10, 40, 41);
+    const double window = cc->window_size();
+    d.send(static_cast<int>(window), 41);
+    if (linux_rto) {
+      EXPECT_NEAR(cc->timeout_ms(), 2 * 40.6, 1);
+      cc->on_timeout(130);
+      EXPECT_DOUBLE_EQ(cc->window_size(), window);
+    } else {
+      EXPECT_GE(cc->timeout_ms(), 200);
+      cc->on_timeout(300);
+      EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+    }
+  }
 }
 
 TEST(SchemeVivace, PacesAndFillsAConstantLink) {

@@ -10,7 +10,8 @@
 // sender. Between drops CUBIC does what it always does, with HyStart's delay test
 // ending its first slow start as in the Linux CUBIC under the authors' C2TCP (ours
 // leaves HyStart out): without it ssthresh stays unbounded until a loss, and each
-// drop to 1 slow-starts far past the target again.
+// drop to 1 slow-starts far past the target again. Its timeouts are Linux's, as cubic's
+// are by default: the authors' C2TCP runs inside Linux's TCP (linux_rto=0: RFC 6298's).
 // Window-based and unpaced, as CUBIC.
 #include "policies/cpp/schemes/cubic.hh"
 
@@ -23,7 +24,8 @@ constexpr double kHystartLowWindow = 16;  // HyStart acts from this window (pack
 
 class C2tcp final : public Controller {
  public:
-  C2tcp(double alpha, double c, double beta) : alpha_(alpha), cubic_(c, beta) {}
+  C2tcp(double alpha, double c, double beta, bool linux_rto)
+      : alpha_(alpha), cubic_(c, beta, /*hystart=*/false, linux_rto) {}
 
   double window_size() override { return cubic_.window_size(); }
   void on_sent(uint64_t seq, double send_ms /* sender clock */) override {
@@ -70,7 +72,7 @@ class C2tcp final : public Controller {
 
 std::unique_ptr<Controller> make(const Params& params, uint64_t) {
   return std::make_unique<C2tcp>(param(params, "alpha"), param(params, "c"),
-                                 param(params, "beta"));
+                                 param(params, "beta"), param(params, "linux_rto") != 0);
 }
 
 }  // namespace
@@ -82,7 +84,9 @@ SchemeEntry c2tcp_scheme() {
            {{"alpha", 2, "delay target as a multiple of the min RTT", above(1)},
             {"c", 0.4, "the underlying CUBIC's scaling constant (packets / s^3)", above(0)},
             {"beta", 0.7, "the underlying CUBIC's decrease factor on a loss event",
-             in_open(0, 1)}}},
+             in_open(0, 1)},
+            {"linux_rto", 1, "1: the underlying CUBIC's timeouts are Linux's; 0: RFC 6298's",
+             in_closed(0, 1)}}},
           &make};
 }
 

@@ -20,9 +20,9 @@ SchemeEntry cubic_scheme() {
             {"beta", 0.7, "multiplicative decrease factor on a loss event", in_open(0, 1)},
             {"hystart", 0, "1: leave the first slow start on HyStart's delay test (Linux's)",
              in_closed(0, 1)},
-            {"linux_rto", 0,
+            {"linux_rto", 1,
              "1: Linux's timeouts: its RTO (at least srtt + 200 ms), a tail loss probe "
-             "first, a spurious timeout undone (0: RFC 6298's RTO)",
+             "first, a spurious timeout undone; 0: RFC 6298's RTO",
              in_closed(0, 1)}}},
           &make};
 }

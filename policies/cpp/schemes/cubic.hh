@@ -9,8 +9,8 @@
 // drops, then backs off by beta: a standing queue on deep buffers.
 // Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
 // at most 1.5x per RTT); HyStart only as an option (hystart=1: its delay test, below);
-// no fast recovery (no retransmissions). The timeout is RFC 6298's, or Linux's as an
-// option (linux_rto=1: LinuxRto's timer, and a spurious timeout undone, below).
+// no fast recovery (no retransmissions). The timeout is Linux's (LinuxRto's timer, a tail
+// loss probe first, and a spurious timeout undone, below) or, with linux_rto off, RFC 6298's.
 #pragma once
 #include "policies/cpp/schemes/schemes.hh"
 
@@ -18,7 +18,7 @@ namespace ccgym::schemes {
 
 class Cubic final : public Controller {
  public:
-  Cubic(double c, double beta, bool hystart = false, bool linux_rto = false)
+  Cubic(double c, double beta, bool hystart, bool linux_rto)
       : c_(c),
         beta_(beta),
         reno_alpha_(3 * (1 - beta) / (1 + beta)),
