@@ -9,9 +9,13 @@ import signal
 
 from ccgym.interrupts import exit_status, quit_interrupted
 
+# On import, not in main(): the console script imports this module and then calls main(), and
+# a Ctrl-C between the two (a busy machine can hold the process there for milliseconds) would
+# otherwise be Python's KeyboardInterrupt with a traceback. Only the console script imports it.
+signal.signal(signal.SIGINT, quit_interrupted)
+
 
 def main() -> int:
-    signal.signal(signal.SIGINT, quit_interrupted)
     from ccgym.cli import main as cli_main
 
     return exit_status(cli_main())
