@@ -178,6 +178,12 @@ def processes() -> Iterator[list[Process]]:
 RELAY_LATE_MAX_MS = 5.0
 RELAY_LATE_FRACTION = 0.25
 RELAY_LATE_LINE = re.compile(r"data: forwarded late by ([0-9.]+) ms on average")
+# The share of the data sent that may never reach the relay: loopback drops datagrams only when
+# the relay's socket buffer overflows, i.e. when the relay reads slower than the senders send.
+# A faster machine keeps up on average (10 Gbit/s: 1-5 ms late) and loses the rest there
+# instead (about 1% of the datagrams), so lateness alone would score such a run silently.
+RELAY_LOST_MAX = 0.001
+RELAY_OFFERED_LINE = re.compile(r"data: (\d+) offered")
 
 
 @dataclass
@@ -193,17 +199,24 @@ class RealRun:
     # How late the relay (ccgym-link) forwarded data after the link released it, ms, on
     # average: the emulation's fidelity (nan without a relay). See relay_problem.
     relay_late_ms: float = float("nan")
+    # The share of the datagrams sent that never reached the relay (nan without a relay).
+    relay_lost: float = float("nan")
 
     def relay_problem(self, delay_ms: float) -> str | None:
         """Why the run measured this machine rather than the link (the relay could not keep
         up), or None: it forwarded later, on average, than RELAY_LATE_MAX_MS or
-        RELAY_LATE_FRACTION of the link's one-way delay."""
+        RELAY_LATE_FRACTION of the link's one-way delay, or more than RELAY_LOST_MAX of the
+        data never reached it."""
         limit = max(RELAY_LATE_MAX_MS, RELAY_LATE_FRACTION * delay_ms)
-        if not self.relay_late_ms > limit:
-            return None
-        return (f"the relay could not keep up: it forwarded data {self.relay_late_ms:.1f} ms "
-                f"late on average (more than {limit:g} ms), so these figures measure this "
-                "machine, not the link; try a lower rate or a less busy machine")
+        advice = ("so these figures measure this machine, not the link; try a lower rate or a "
+                  "less busy machine")
+        if self.relay_late_ms > limit:
+            return (f"the relay could not keep up: it forwarded data {self.relay_late_ms:.1f} ms "
+                    f"late on average (more than {limit:g} ms), {advice}")
+        if self.relay_lost > RELAY_LOST_MAX:
+            return (f"the relay could not keep up: {100 * self.relay_lost:.2f}% of the data sent "
+                    f"never reached it (more than {100 * RELAY_LOST_MAX:g}%), {advice}")
+        return None
 
 
 def _sender_args(dest: str, scheme: str, duration_s: float, seed: int, log: Path) -> list[str]:
@@ -274,12 +287,21 @@ def run_emulated(link_spec: str, sender_scheme: str | Sequence[str], duration_s:
     opportunities = _core.opportunities(link_spec, duration_ms - shift_ms, seed) + shift_ms
     opportunities = opportunities[(opportunities >= 0) & (opportunities < duration_ms)]
     return RealRun(log, duration_ms, opportunities, "synchronized",
-                   relay_late_ms=_relay_late_ms(relay.stderr()))
+                   relay_late_ms=_relay_late_ms(relay.stderr()),
+                   relay_lost=_relay_lost(relay.stderr(),
+                                         sum(int(t.trailer.get("sent", 0)) for t in sender_tsvs)))
 
 
 def _relay_late_ms(stderr: str) -> float:
     match = RELAY_LATE_LINE.search(stderr)
     return float(match.group(1)) if match else float("nan")
+
+
+def _relay_lost(stderr: str, sent: int) -> float:
+    match = RELAY_OFFERED_LINE.search(stderr)
+    if not match or sent <= 0:
+        return float("nan")
+    return max(0.0, 1.0 - int(match.group(1)) / sent)
 
 
 def _on_one_clock(parts: Sequence[tuple[PacketLog, float]]) -> PacketLog:

@@ -267,3 +267,15 @@ def test_the_relay_problem_follows_its_lateness() -> None:
     assert run(float("nan")).relay_problem(delay_ms=20) is None  # no relay: a real path
     assert "could not keep up" in run(RELAY_LATE_MAX_MS + 1).relay_problem(delay_ms=20)
     assert run(RELAY_LATE_MAX_MS + 1).relay_problem(delay_ms=200) is None  # a quarter of 200
+
+
+def test_the_relay_problem_follows_the_data_that_never_reached_it() -> None:
+    from ccgym.deploy.harness import RELAY_LOST_MAX, RealRun
+
+    def run(lost: float) -> RealRun:
+        return RealRun(None, 1000.0, np.empty(0), "synchronized", relay_late_ms=1.0,
+                       relay_lost=lost)
+
+    assert run(0.0).relay_problem(delay_ms=20) is None
+    assert run(float("nan")).relay_problem(delay_ms=20) is None
+    assert "never reached it" in run(2 * RELAY_LOST_MAX).relay_problem(delay_ms=20)
