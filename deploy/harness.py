@@ -180,7 +180,7 @@ RELAY_LATE_FRACTION = 0.25
 RELAY_LATE_LINE = re.compile(r"data: forwarded late by ([0-9.]+) ms on average")
 # The share of the data sent that may never reach the relay: loopback drops datagrams only when
 # the relay's socket buffer overflows, i.e. when the relay reads slower than the senders send.
-# A faster machine keeps up on average (10 Gbit/s: 1-5 ms late) and loses the rest there
+# A faster machine keeps up on average (10 Gbit/s: 1-6 ms late) and loses the rest there
 # instead (about 1% of the datagrams), so lateness alone would score such a run silently.
 RELAY_LOST_MAX = 0.001
 RELAY_OFFERED_LINE = re.compile(r"data: (\d+) offered")

@@ -48,9 +48,7 @@ def test_cubic_keeps_more_of_a_slow_path_beside_bbr() -> None:
     # cubic keeps 0.22-0.35 of the link beside kernel bbr (5 runs each at two loads). bbr's
     # pairs take more of the drops at a full queue (the second of a pair finds it full), as
     # the kernel's do: cubic keeps 0.122 on average over these seeds, where bbr sent packet by
-    # packet left it 0.102. (Started at one instant, before the start offsets of flows started
-    # together, 0.155 and 0.110: a gap of up to 40 ms either way costs cubic about 0.01 over
-    # 24 seeds, 0.142 to 0.129, and 8 seeds spread 0.02-0.04.)
+    # packet left it 0.102.
     shares = []
     for seed in range(1, 9):
         sim = _core.Simulator("rate_mbps=12,delay_ms=40,queue=droptail:packets=80",
