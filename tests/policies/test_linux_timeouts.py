@@ -60,7 +60,7 @@ def test_a_falling_rate_leaves_no_flow_behind(tmp_path: Path) -> None:
 def test_three_flows_share_the_verizon_recording_as_kernel_cubic_does() -> None:
     # Kernel cubic: Jain 0.947 +- 0.034 over 17 runs through the link shell (docs/results.md,
     # "Shared links"), no RTO in the 3 runs counted; the RFC timer: 0.88 +- 0.11 over 8 seeds
-    # (0.67 without HyStart), 0.76-0.78 in the seeds where a flow times out.
+    # (0.67 without HyStart), 0.76-0.78 in half of them.
     link = resolve_link("verizon-lte-short", "test").spec
     kernel_like, rfc = jains(link, KERNEL_LIKE), jains(link, RFC_TIMER)
     assert abs(kernel_like.mean() - 0.947) < 0.05, kernel_like
