@@ -156,6 +156,10 @@ class ExternalWindow final : public Controller {
   // NaN while it agrees with the mode the flow is in.
   double mode_change_asked_ms() const { return mode_change_asked_ms_; }
   void set_mode_change_asked_ms(double ack_ms) { mode_change_asked_ms_ = ack_ms; }
+  // The ACK time (sender clock) at which the flow last left competitive mode; -infinity
+  // before it has.
+  double left_mode_at_ms() const { return left_mode_at_ms_; }
+  void set_left_mode_at_ms(double ack_ms) { left_mode_at_ms_ = ack_ms; }
   // Decisions taken (update_competitive_mode calls) in all and in competitive mode.
   uint64_t decisions() const { return decisions_; }
   uint64_t competing_decisions() const { return competing_decisions_; }
@@ -173,6 +177,7 @@ class ExternalWindow final : public Controller {
   bool competing_ = false;
   double classic_ceiling_ = std::numeric_limits<double>::infinity();
   double mode_change_asked_ms_ = std::numeric_limits<double>::quiet_NaN();
+  double left_mode_at_ms_ = -std::numeric_limits<double>::infinity();
   uint64_t decisions_ = 0;
   uint64_t competing_decisions_ = 0;
 };

@@ -37,6 +37,11 @@ struct CompeteRule {
   // it then sat in the mode 86-96% of the time on three held-out-grid links), while a buffer
   // filler's queue holds several of the flow's own ahead of each new one.
   double queue_above_packets = 2;
+  // Unless the smoothed queue is this many min RTTs deep: a flow that a buffer filler has
+  // starved to a window of a datagram or two has none of its own queued, yet waits behind a
+  // queue no flow alone keeps (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms on a 40 ms min RTT
+  // at a window of 1, for 15 s before the packets' test let it in).
+  double deep_queue_min_rtts = 0.5;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
@@ -45,6 +50,12 @@ struct CompeteRule {
   // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
   // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
   double enter_after_ms = 1000;
+  // Within this long (ms, ACK time) of leaving, entering again waits only reenter_after_rtts
+  // and no enter_after_ms: a drain that came from the competitor stepping back (bbr's
+  // PROBE_RTT every 10 s) is not its leaving, and the policy, back in charge meanwhile, yields
+  // what the mode had won (beside bbr, 5 s spans at 0.09-0.15 after each such drain).
+  double reenter_within_ms = 15000;
+  double reenter_after_rtts = 2;
   // Leaving waits for nothing: one drained queue is Copa's evidence that nothing fills the
   // buffer, and the reading already holds it for kDrainRtts.
 };
@@ -60,15 +71,19 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
   const bool standing = v.standing_queue > rule.standing_above &&
                         v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
-                        features.flight_packets() - features.pipe_packets() >
-                            rule.queue_above_packets;
+                        (features.flight_packets() - features.pipe_packets() >
+                             rule.queue_above_packets ||
+                         v.delay_ewma_ms > rule.deep_queue_min_rtts * v.min_rtt_ms);
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {
     if (std::isnan(window.mode_change_asked_ms())) window.set_mode_change_asked_ms(v.last_ack_ms);
     const double smoothed_rtt_ms = v.min_rtt_ms + v.delay_ewma_ms;
+    const bool just_left = v.last_ack_ms - window.left_mode_at_ms() < rule.reenter_within_ms;
     const double hold_ms =
-        standing ? std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms) : 0.0;
+        !standing ? 0.0
+        : just_left ? rule.reenter_after_rtts * smoothed_rtt_ms
+                    : std::max(rule.enter_after_rtts * smoothed_rtt_ms, rule.enter_after_ms);
     if (v.last_ack_ms - window.mode_change_asked_ms() >= hold_ms) {
       // Leaving, the policy restarts from the classic's window, capped at the pipe the flow
       // measures (its delivery rate x min RTT): the share it has won, without a queue of its
@@ -77,6 +92,7 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
       const double classic_window = window.window_size();
       window.set_competing(standing);
       if (!standing) {
+        window.set_left_mode_at_ms(v.last_ack_ms);
         window.set_window(std::clamp(std::min(classic_window, features.pipe_packets()),
                                      kMinWindow, kMaxWindow));
       }

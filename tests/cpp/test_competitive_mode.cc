@@ -29,7 +29,7 @@ struct Outcome {
 // the others stopped at stop_ms; run to until_ms with a decision every kStepMs. compete:
 // the classic underneath, "" for none.
 Outcome run(const std::string& compete, const std::vector<std::string>& others, double until_ms,
-            double from_ms, double others_stop_ms = kNever) {
+            double from_ms, double others_stop_ms = kNever, double policy_window = kPolicyWindow) {
   std::vector<FlowSpec> flows(1);
   flows[0].scheme = std::string(kExternalScheme);
   for (const std::string& scheme : others) {
@@ -40,7 +40,7 @@ Outcome run(const std::string& compete, const std::vector<std::string>& others, 
   }
   Simulator sim(parse_link_spec(kDeepLink), flows, 7);
   ExternalWindow& window = *sim.external(0);
-  window.set_window(kPolicyWindow);
+  window.set_window(policy_window);
   if (!compete.empty()) sim.compete(0, compete);
   for (double t = 0; t < until_ms; t += kStepMs) {
     if (sim.sender(0).active(t)) take_policy_action(sim.sender(0).features(), window, kHoldAction);
@@ -75,6 +75,68 @@ TEST(CompetitiveMode, SwitchesOnBesideABufferFillerAndHoldsAShare) {
     EXPECT_LT(plain.share, 0.12);
     EXPECT_GT(competing.share, 2 * plain.share) << classic;
   }
+}
+
+TEST(CompetitiveMode, AFlowStarvedToOneDatagramSwitchesOn) {
+  // A window of 1 never has more than one datagram of its own queued: only the queue's depth
+  // (CompeteRule::deep_queue_min_rtts) tells that a buffer filler holds it.
+  for (const char* classic : {"cubic", "bbr"}) {
+    const Outcome starved = run(classic, {"fixed:200"}, 20000, 5000, kNever, 1);
+    EXPECT_TRUE(starved.competing_at_end) << classic;
+    EXPECT_GT(starved.competing_fraction, 0.5) << classic;
+  }
+}
+
+// Beside bbr, whose PROBE_RTT drains the queue every 10 s, with bbr underneath (each drain
+// takes the flow out of the mode): the longest time from leaving the mode to entering it
+// again, and the fraction of decisions in the mode, under `rule`.
+struct Reentries {
+  double longest_out_ms = 0;
+  double competing_fraction = 0;
+  int exits = 0;
+};
+
+Reentries reentries(const CompeteRule& rule) {
+  FlowSpec external, bbr;
+  external.scheme = std::string(kExternalScheme);
+  bbr.scheme = "bbr";
+  Simulator sim(parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=80"),
+                {bbr, external}, 3);
+  ExternalWindow& window = *sim.external(1);
+  window.set_window(2);
+  sim.compete(1, "bbr", true);
+  Reentries out;
+  double left_ms = -1;
+  for (double t = 0; t < 60000; t += kStepMs) {
+    const bool was = window.competing();
+    update_competitive_mode(sim.sender(1).features(), window, rule);
+    if (was && !window.competing()) {
+      ++out.exits;
+      left_ms = t;
+    }
+    if (!was && window.competing() && left_ms >= 0) {
+      out.longest_out_ms = std::max(out.longest_out_ms, t - left_ms);
+    }
+    sim.run_until(t + kStepMs);
+  }
+  out.competing_fraction = static_cast<double>(window.competing_decisions()) /
+                           static_cast<double>(window.decisions());
+  return out;
+}
+
+TEST(CompetitiveMode, ADrainBesideBbrLeavesTheModeOnlyBriefly) {
+  const Reentries quick = reentries(CompeteRule{});
+  CompeteRule slow;
+  slow.reenter_within_ms = 0;  // every entry waits enter_after_ms
+  const Reentries waiting = reentries(slow);
+  ASSERT_GE(quick.exits, 2);
+  ASSERT_GE(waiting.exits, 2);
+  // Out of the mode, the queue must stand again for the drain test (4 smoothed RTTs) either
+  // way; waiting enter_after_ms beyond that is what the quick re-entry saves.
+  EXPECT_GT(waiting.longest_out_ms, slow.enter_after_ms);
+  EXPECT_LT(quick.longest_out_ms, waiting.longest_out_ms - 500);
+  EXPECT_GT(waiting.longest_out_ms, slow.enter_after_ms);
+  EXPECT_GT(quick.competing_fraction, waiting.competing_fraction);
 }
 
 TEST(CompetitiveMode, SwitchesBackWhenTheQueueDrains) {
