@@ -29,12 +29,14 @@ class LstmScheme:
         # The classic scheme under each flow (compete=), its competitive mode; None: none.
         self.compete: str | None = None
         self.restart = False  # whether it starts afresh on each entry (restart=1)
+        self.first: str | None = None  # the classic that takes over first (first=)
         if policy is None:
             if argument is None:
                 raise UserError("lstm: give a run folder or a policy file")
             policy_text, options = split_policy_options(str(argument))
             self.compete = options.get("compete")
             self.restart = options.get("restart") == "1"
+            self.first = options.get("first")
             path = resolve_policy_path(policy_text)
             try:
                 if path.suffix == ".onnx":  # an exported policy (ccgym export), in onnxruntime
@@ -66,7 +68,7 @@ class LstmScheme:
         self._starting = np.ones(n, dtype=bool)
         if self.compete is not None:
             for slot in slots:
-                slot.sim.compete(self.compete, slot.flow, self.restart)
+                slot.sim.compete(self.compete, slot.flow, self.restart, self.first or "")
 
     def decide(self, slots: Sequence[Slot]) -> None:
         if self._state is None or len(slots) != len(self._previous):

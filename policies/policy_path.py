@@ -30,8 +30,11 @@ def without_scheme(argument: str) -> str:
 POLICY_OPTIONS = {
     "compete": "a classic scheme (its name alone, e.g. bbr) run underneath; the flow sends "
                "under its window while the queue does not drain (a buffer filler beside it)",
-    "restart": "1: the classic starts afresh each time it takes over (0, the default: it "
-               "has been fed the flow's ACKs all along)",
+    "first": "a classic scheme (e.g. cubic) that takes over first, before compete='s: the "
+             "mode hands over to compete='s when the flow's share of the link stays below 0.3 "
+             "for 4 s, and back when it stays above 0.7",
+    "restart": "1: compete='s classic starts afresh each time it takes over (0, the default: "
+               "it has been fed the flow's ACKs all along)",
 }
 
 
@@ -39,8 +42,8 @@ def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
     """`POLICY[:KEY=VALUE...]` (the text after `lstm:`) -> (POLICY, {KEY: VALUE}). A trailing
     `:part` holding `=` is an option, unless the whole text names a file or folder that exists
     (which comes first, as in resolve_policy_path): a policy's path cannot end in :KEY=VALUE
-    otherwise. UserError for an unknown or repeated key, an empty value, or a compete= that
-    names no classic scheme."""
+    otherwise. UserError for an unknown or repeated key, an empty value, or a compete= or first=
+    that names no classic scheme."""
     text = argument.strip()
     options: dict[str, str] = {}
     while not Path(text).expanduser().exists():
@@ -59,13 +62,15 @@ def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
         text = head
     if options.get("restart", "0") not in ("0", "1"):
         raise UserError(f"lstm:{argument}: option 'restart' must be 0 or 1")
-    if "restart" in options and "compete" not in options:
-        raise UserError(f"lstm:{argument}: option 'restart' needs compete=SCHEME")
-    if "compete" in options:
-        try:
-            _core.validate_classic_scheme(options["compete"])
-        except ValueError as e:
-            raise UserError(f"lstm:{argument}: compete={options['compete']}: {e}") from e
+    for key in ("restart", "first"):
+        if key in options and "compete" not in options:
+            raise UserError(f"lstm:{argument}: option '{key}' needs compete=SCHEME")
+    for key in ("compete", "first"):
+        if key in options:
+            try:
+                _core.validate_classic_scheme(options[key])
+            except ValueError as e:
+                raise UserError(f"lstm:{argument}: {key}={options[key]}: {e}") from e
     return text, options
 
 

@@ -39,6 +39,7 @@ namespace {
 constexpr int kSocketBufferBytes = 8 << 20;
 constexpr const char* kLstmPrefix = "lstm:";
 constexpr std::string_view kCompeteOption = "compete=";
+constexpr std::string_view kFirstOption = "first=";
 
 // How long decisions take, in 1 us buckets (the last one: that long or longer):
 // a fixed array, so timing a decision allocates nothing.
@@ -105,7 +106,7 @@ net::Flags sender_flags() {
       {{"dest", "HOST:PORT", "where to send (a ccgym-receiver or ccgym-link)", "", true},
        {"scheme", "SPEC",
         "a scheme spec, e.g. fixed:10 (schemes: " + classic_scheme_names() +
-            "), or lstm:FILE.onnx[:compete=SCHEME][:restart=1]",
+            "), or lstm:FILE.onnx[:compete=SCHEME][:first=SCHEME][:restart=1]",
         "", true},
        {"duration-s", "SECONDS", "stop after this long; 0 runs until SIGINT/SIGTERM", "0"},
        {"flow", "ID", "flow id carried in every datagram", "0"},
@@ -156,9 +157,9 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
   if (scheme.rfind(kLstmPrefix, 0) == 0) {
     auto window = std::make_unique<ExternalWindow>(kInitialWindow);
     std::string model = scheme.substr(std::char_traits<char>::length(kLstmPrefix));
-    // lstm:FILE.onnx[:compete=SCHEME][:restart=0|1], in any order: a classic scheme
-    // underneath, the competitive mode (ExternalWindow::compete_with).
-    std::string classic;
+    // lstm:FILE.onnx[:compete=SCHEME][:first=SCHEME][:restart=0|1], in any order: classic
+    // schemes underneath, the competitive mode (ExternalWindow::compete_with).
+    std::string classic, first;
     bool restart = false;
     for (std::size_t colon = model.rfind(':');
          colon != std::string::npos && model.find('=', colon) != std::string::npos;
@@ -166,21 +167,28 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
       const std::string option = model.substr(colon + 1);
       if (option.rfind(kCompeteOption, 0) == 0) {
         classic = option.substr(kCompeteOption.size());
+      } else if (option.rfind(kFirstOption, 0) == 0) {
+        first = option.substr(kFirstOption.size());
       } else if (option == "restart=1" || option == "restart=0") {
         restart = option == "restart=1";
       } else {
         flags.fail("--scheme: unknown option '" + option +
-                   "' (valid: compete=SCHEME, restart=0|1)");
+                   "' (valid: compete=SCHEME, first=SCHEME, restart=0|1)");
       }
     }
+    if (!first.empty() && classic.empty()) flags.fail("--scheme: first= needs compete=SCHEME");
     if (!classic.empty()) {
-      try {
-        check_classic_scheme(classic);
-      } catch (const std::invalid_argument& e) {
-        flags.fail(std::string("--scheme: compete=") + classic + ": " + e.what());
-      }
       const uint64_t seed = flags.integer("seed");
-      window->compete_with([classic, seed] { return make_controller(classic, seed); }, restart);
+      const auto maker = [&flags, seed](const std::string& key, const std::string& spec) {
+        try {
+          return classic_maker(spec, seed);
+        } catch (const std::invalid_argument& e) {
+          flags.fail("--scheme: " + key + "=" + spec + ": " + e.what());
+        }
+        return ExternalWindow::ClassicMaker();
+      };
+      window->compete_with(maker("compete", classic), restart,
+                           first.empty() ? nullptr : maker("first", first));
     }
     try {
       *policy = std::make_unique<LearnedPolicy>(model, static_cast<int>(hidden), window.get());

@@ -292,11 +292,13 @@ NB_MODULE(_core, m) {
         return take_policy_action(s.sender(flow).features(), *w, action);
       }, "action"_a, "flow"_a = 0,
       "A learned policy's action: the new window (grown at most to the growth ceiling).")
-      .def("compete", [](Simulator& s, const std::string& spec, std::size_t flow, bool restart) {
+      .def("compete", [](Simulator& s, const std::string& spec, std::size_t flow, bool restart,
+                         const std::string& first) {
         check_flow(s, flow);
-        s.compete(flow, spec, restart);
-      }, "spec"_a, "flow"_a = 0, "restart"_a = false,
-      "Puts a classic scheme under the external flow: its competitive mode (policy_action.hh).")
+        s.compete(flow, spec, restart, first);
+      }, "spec"_a, "flow"_a = 0, "restart"_a = false, "first"_a = "",
+      "Puts a classic scheme under the external flow: its competitive mode (policy_action.hh);\n"
+      "first, when given, the classic that takes over first.")
       .def("competitive_mode", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);
         ExternalWindow* w = s.external(flow);
@@ -305,6 +307,9 @@ NB_MODULE(_core, m) {
         d["competing"] = w->competing();
         d["decisions"] = w->decisions();
         d["competing_decisions"] = w->competing_decisions();
+        d["share"] = w->share_meter().share();
+        d["capacity_mbps"] = w->share_meter().capacity_mbps();
+        d["first_classic"] = w->using_first_classic();
         return d;
       }, "flow"_a = 0,
       "Whether the flow is in competitive mode now, and its decisions in all and in that mode.")

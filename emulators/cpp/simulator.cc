@@ -80,14 +80,16 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
   step_stats_.resize(flows.size());
 }
 
-void Simulator::compete(std::size_t flow, const std::string& spec, bool restart_on_entry) {
+void Simulator::compete(std::size_t flow, const std::string& spec, bool restart_on_entry,
+                        const std::string& first_spec) {
   if (flow >= externals_.size() || externals_[flow] == nullptr) {
     throw std::invalid_argument("flow " + std::to_string(flow) + " is not external");
   }
-  check_classic_scheme(spec);
-  const uint64_t seed = derive_seed(seed_, kFirstFlowPart + flow);
-  externals_[flow]->compete_with([spec, seed] { return make_controller(spec, seed); },
-                                 restart_on_entry);
+  externals_[flow]->compete_with(classic_maker(spec, derive_seed(seed_, kFirstFlowPart + flow)),
+                                 restart_on_entry,
+                                 first_spec.empty() ? nullptr
+                                                    : classic_maker(first_spec, derive_seed(
+                                                          seed_, kFirstFlowPart + flow)));
 }
 
 double Simulator::min_rtt_ms() const {

@@ -89,9 +89,11 @@ class Simulator {
   ExternalWindow* external(std::size_t flow) { return externals_[flow]; }
   // Puts the classic scheme `spec` (make_controller; not external) under external flow `flow`
   // (ExternalWindow::compete_with, restart_on_entry as there), seeded as a classic flow in
-  // its place would be. Throws std::invalid_argument for a bad spec or a flow that is not
-  // external.
-  void compete(std::size_t flow, const std::string& spec, bool restart_on_entry = false);
+  // its place would be; first_spec, when not empty, the classic that takes over first
+  // (compete_with's make_first). Throws std::invalid_argument for a bad spec or a flow that
+  // is not external.
+  void compete(std::size_t flow, const std::string& spec, bool restart_on_entry = false,
+               const std::string& first_spec = "");
   const StepStats& step_stats(std::size_t flow) const { return step_stats_[flow]; }
   // Flows sending now (started, not stopped), classic and external alike.
   std::size_t active_flows() const;

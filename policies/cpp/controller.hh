@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policies/cpp/share_meter.hh"
+
 namespace ccgym {
 
 // The scheme of a flow whose window is set from outside (ExternalWindow): the learned
@@ -103,21 +105,27 @@ class ExternalWindow final : public Controller {
   explicit ExternalWindow(double window = 10) : window_(window) {}
   void set_window(double window) { window_ = window; }
   double window_size() override {
-    return competing_ ? std::min(classic_->window_size(), classic_ceiling_) : window_;
+    return competing_ ? std::min(active_->window_size(), classic_ceiling_) : window_;
   }
   void on_sent(uint64_t seq, double send_ms) override {
     if (classic_) classic_->on_sent(seq, send_ms);
+    if (first_classic_) first_classic_->on_sent(seq, send_ms);
   }
   void on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) override {
-    if (classic_) classic_->on_ack(seq, send_ms, recv_ms, ack_ms);
+    if (classic_) {
+      classic_->on_ack(seq, send_ms, recv_ms, ack_ms);
+      share_meter_.on_ack(seq, send_ms, recv_ms, ack_ms);
+    }
+    if (first_classic_) first_classic_->on_ack(seq, send_ms, recv_ms, ack_ms);
   }
   double timeout_ms() override {
-    return competing_ ? classic_->timeout_ms() : Controller::timeout_ms();
+    return competing_ ? active_->timeout_ms() : Controller::timeout_ms();
   }
   void on_timeout(double now_ms) override {
     if (classic_) classic_->on_timeout(now_ms);
+    if (first_classic_) first_classic_->on_timeout(now_ms);
   }
-  double pacing_rate_mbps() override { return competing_ ? classic_->pacing_rate_mbps() : 0; }
+  double pacing_rate_mbps() override { return competing_ ? active_->pacing_rate_mbps() : 0; }
   std::string name() const override { return std::string(kExternalScheme); }
   // The newest ACK's time (sender clock) when a learned policy last grew the window, so that
   // it grows once per ACK at most (growth_ceiling in actions.hh); -infinity before.
@@ -133,19 +141,58 @@ class ExternalWindow final : public Controller {
   // (the generalist beside bbr on shared-bottleneck's links, 60 s: 0.13-0.38 with a fresh
   // bbr, 0.10-0.19 with a fed one); a fresh cubic's slow start, though, ends in a loss and a
   // cut each time (beside cubic: 0.20-0.46 fresh, 0.35-0.56 fed). bench_coexist.py --only pair.
-  void compete_with(ClassicMaker make_classic, bool restart_on_entry = false) {
+  //
+  // make_first, when given, makes a second classic, fed from the start on too, that takes over
+  // first (a loss-based one, cubic: it shares with loss-based buffer fillers); make_classic's
+  // takes over from it on escalate() (a competitor that starves it does not back off on loss:
+  // bbr), and stays for the entries that follow within a while of leaving (set_competing).
+  void compete_with(ClassicMaker make_classic, bool restart_on_entry = false,
+                    ClassicMaker make_first = nullptr) {
     make_classic_ = std::move(make_classic);
     restart_on_entry_ = restart_on_entry;
     classic_ = make_classic_();
+    first_classic_ = make_first ? make_first() : nullptr;
+    using_first_ = first_classic_ != nullptr;
+    active_ = using_first_ ? first_classic_.get() : classic_.get();
   }
+  bool has_first_classic() const { return first_classic_ != nullptr; }
+  // Whether the mode sends (or will, on entry) under the first classic.
+  bool using_first_classic() const { return using_first_; }
+  // Hands the mode to the other classic (needs a first one): make_classic's afresh under
+  // restart_on_entry, the first one as fed all along.
+  void switch_classic() {
+    if (!first_classic_) return;
+    using_first_ = !using_first_;
+    if (using_first_) {
+      active_ = first_classic_.get();
+    } else {
+      if (restart_on_entry_) classic_ = make_classic_();
+      active_ = classic_.get();
+    }
+  }
+  // The flow's share of its bottleneck, read while a classic is underneath.
+  const ShareMeter& share_meter() const { return share_meter_; }
   bool can_compete() const { return classic_ != nullptr; }
   bool competing() const { return competing_; }
   // Enters or leaves competitive mode (needs compete_with); the policy's window is then
   // set_window's (update_competitive_mode restarts it on leaving).
-  void set_competing(bool on) {
-    if (on && !competing_ && restart_on_entry_) classic_ = make_classic_();
+  // reentry: the flow left the mode a short while ago (CompeteRule::reenter_within_ms), so
+  // the competitor is the one it met then, and an escalation then still holds.
+  void set_competing(bool on, bool reentry = false) {
+    if (on && !competing_ && classic_) {
+      if (!reentry) using_first_ = first_classic_ != nullptr;
+      if (using_first_) {
+        active_ = first_classic_.get();
+      } else {
+        if (restart_on_entry_) classic_ = make_classic_();
+        active_ = classic_.get();
+      }
+    }
     competing_ = on && classic_ != nullptr;
   }
+  // Since when (ACK time) the flow's share has asked for the other classic; NaN while not.
+  double switch_asked_ms() const { return switch_asked_ms_; }
+  void set_switch_asked_ms(double ack_ms) { switch_asked_ms_ = ack_ms; }
   // The most the classic's window may be in competitive mode. A classic that has not driven
   // grows on the policy's ACKs without its window ever limiting the flow (cubic's slow start
   // never ends where nothing is lost), so its window can be far above what the path carries:
@@ -174,6 +221,11 @@ class ExternalWindow final : public Controller {
   ClassicMaker make_classic_;
   bool restart_on_entry_ = false;
   std::unique_ptr<Controller> classic_;
+  std::unique_ptr<Controller> first_classic_;
+  Controller* active_ = nullptr;
+  bool using_first_ = false;
+  ShareMeter share_meter_;
+  double switch_asked_ms_ = std::numeric_limits<double>::quiet_NaN();
   bool competing_ = false;
   double classic_ceiling_ = std::numeric_limits<double>::infinity();
   double mode_change_asked_ms_ = std::numeric_limits<double>::quiet_NaN();
@@ -181,5 +233,9 @@ class ExternalWindow final : public Controller {
   uint64_t decisions_ = 0;
   uint64_t competing_decisions_ = 0;
 };
+
+// Checks `spec` (check_classic_scheme) and returns what makes that classic, seeded, for
+// ExternalWindow::compete_with. Throws std::invalid_argument.
+ExternalWindow::ClassicMaker classic_maker(const std::string& spec, uint64_t seed);
 
 }  // namespace ccgym

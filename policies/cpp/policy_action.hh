@@ -56,6 +56,13 @@ struct CompeteRule {
   // what the mode had won (beside bbr, 5 s spans at 0.09-0.15 after each such drain).
   double reenter_within_ms = 15000;
   double reenter_after_rtts = 2;
+  // With a first classic (ExternalWindow::compete_with's make_first: loss-based), the mode
+  // hands over to the other (bbr) once the flow's share of the link (ShareMeter) has stayed
+  // below share_floor for switch_after_ms: the competitor does not back off on loss. And
+  // back once it has stayed above share_ceiling as long: the competitor does.
+  double share_floor = 0.3;
+  double share_ceiling = 0.7;
+  double switch_after_ms = 4000;
   // Leaving waits for nothing: one drained queue is Copa's evidence that nothing fills the
   // buffer, and the reading already holds it for kDrainRtts.
 };
@@ -69,11 +76,25 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   features.keep_competition_readings();
   const FeatureValues& v = features.values();
   window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
+  const bool own_queue = features.flight_packets() - features.pipe_packets() >
+                         rule.queue_above_packets;
+  const bool deep_queue = v.delay_ewma_ms > rule.deep_queue_min_rtts * v.min_rtt_ms;
+  const double share = window.share_meter().share();
   const bool standing = v.standing_queue > rule.standing_above &&
                         v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
-                        (features.flight_packets() - features.pipe_packets() >
-                             rule.queue_above_packets ||
-                         v.delay_ewma_ms > rule.deep_queue_min_rtts * v.min_rtt_ms);
+                        (own_queue || deep_queue || share < rule.share_floor);
+  const bool switch_asked = window.competing() && window.has_first_classic() &&
+                            (window.using_first_classic() ? share < rule.share_floor
+                                                          : share > rule.share_ceiling);
+  if (switch_asked) {
+    if (std::isnan(window.switch_asked_ms())) window.set_switch_asked_ms(v.last_ack_ms);
+    if (v.last_ack_ms - window.switch_asked_ms() >= rule.switch_after_ms) {
+      window.switch_classic();
+      window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
+    }
+  } else {
+    window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
+  }
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {
@@ -90,7 +111,7 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
       // own. (From the classic's window alone, bbr's 2 BDPs, the policy's queue stood at once
       // and the flow re-entered within 0.3 s, alone on held-out-grid's 5 ms links.)
       const double classic_window = window.window_size();
-      window.set_competing(standing);
+      window.set_competing(standing, just_left);
       if (!standing) {
         window.set_left_mode_at_ms(v.last_ack_ms);
         window.set_window(std::clamp(std::min(classic_window, features.pipe_packets()),

@@ -196,4 +196,9 @@ std::vector<SchemeInfo> scheme_catalog() {
   return infos;
 }
 
+ExternalWindow::ClassicMaker classic_maker(const std::string& spec, uint64_t seed) {
+  check_classic_scheme(spec);
+  return [spec, seed] { return make_controller(spec, seed); };
+}
+
 }  // namespace ccgym
