@@ -139,6 +139,51 @@ TEST(CompetitiveMode, ADrainBesideBbrLeavesTheModeOnlyBriefly) {
   EXPECT_GT(quick.competing_fraction, waiting.competing_fraction);
 }
 
+// The stand-in policy (a window of 2) with bbr underneath and cubic first, beside `other` on
+// 24 Mbit/s, 20 ms, 1 BDP, run to 40 s with the other starting first: whether the mode ends
+// under the first classic, and the flow's share from 15 s on.
+struct Handover {
+  bool first_at_end;
+  double share;
+};
+
+Handover handover(const std::string& other) {
+  FlowSpec external, competitor;
+  external.scheme = std::string(kExternalScheme);
+  external.start_ms = 5000;
+  competitor.scheme = other;
+  Simulator sim(parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=80"),
+                {competitor, external}, 5);
+  ExternalWindow& window = *sim.external(1);
+  window.set_window(2);
+  sim.compete(1, "bbr", true, "cubic");
+  for (double t = 0; t < 40000; t += kStepMs) {
+    if (sim.sender(1).active(t)) take_policy_action(sim.sender(1).features(), window, kHoldAction);
+    sim.run_until(t + kStepMs);
+  }
+  double mine = 0, all = 0;
+  const PacketLog& log = sim.log();
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    if (!(log.arrival_ms[k] >= 15000)) continue;
+    all += log.bytes[k];
+    if (log.flow[k] == 1) mine += log.bytes[k];
+  }
+  return {window.using_first_classic(), mine / all};
+}
+
+TEST(CompetitiveMode, HandsOverToBbrOnlyWhereTheFirstClassicIsStarved) {
+  // cubic beside bbr on one BDP keeps a twentieth of the link (bench_coexist.py): the share
+  // stays below the floor, and bbr takes over.
+  const Handover beside_bbr = handover("bbr");
+  EXPECT_FALSE(beside_bbr.first_at_end);
+  EXPECT_GT(beside_bbr.share, 0.3);
+  // Beside cubic the first classic holds its share, and keeps the mode.
+  const Handover beside_cubic = handover("cubic");
+  EXPECT_TRUE(beside_cubic.first_at_end);
+  EXPECT_GT(beside_cubic.share, 0.3);
+  EXPECT_LT(beside_cubic.share, 0.7);
+}
+
 TEST(CompetitiveMode, SwitchesBackWhenTheQueueDrains) {
   // bbr's ProbeRTT empties the queue once the buffer filler has gone (at 8 s).
   const Outcome after = run("bbr", {"fixed:200"}, 30000, 0, 8000);

@@ -25,6 +25,8 @@ def test_options_split_off_the_policy() -> None:
     assert split_policy_options("generalist:compete=bbr") == ("generalist", {"compete": "bbr"})
     assert split_policy_options("a.pt:compete=bbr:restart=1") == (
         "a.pt", {"compete": "bbr", "restart": "1"})
+    assert split_policy_options("a.pt:compete=bbr:first=cubic") == (
+        "a.pt", {"compete": "bbr", "first": "cubic"})
     assert split_policy_options("runs/quick") == ("runs/quick", {})
     assert split_policy_options("C:/x.pt") == ("C:/x.pt", {})  # no '=': part of the path
     assert with_policy_options("lstm:a.onnx", {"compete": "cubic"}) == "lstm:a.onnx:compete=cubic"
@@ -37,13 +39,15 @@ def test_a_path_that_exists_is_taken_whole(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("argument", "problem"), [
-    ("generalist:speed=2", "unknown option 'speed' (valid: compete, restart)"),
+    ("generalist:speed=2", "unknown option 'speed' (valid: compete, first, restart)"),
     ("generalist:compete=nosuch", "unknown scheme 'nosuch'"),
     ("generalist:compete=external", "not a classic scheme"),
     ("generalist:compete=", "needs a value"),
     ("generalist:compete=bbr:compete=cubic", "given twice"),
     ("generalist:compete=bbr:restart=2", "'restart' must be 0 or 1"),
     ("generalist:restart=1", "'restart' needs compete=SCHEME"),
+    ("generalist:first=cubic", "'first' needs compete=SCHEME"),
+    ("generalist:compete=bbr:first=nosuch", "first=nosuch: unknown scheme 'nosuch'"),
 ])
 def test_a_bad_option_is_refused(argument: str, problem: str) -> None:
     with pytest.raises(UserError, match=re.escape(problem)):
@@ -82,5 +86,34 @@ def test_without_the_option_the_flow_has_no_mode() -> None:
     slot = Slot(sim, 0, link_from_spec(DEEP), 1)
     LstmScheme("generalist").reset([slot])
     sim.take_action(_core.HOLD_ACTION, 0)
-    assert sim.competitive_mode(0) == {"competing": False, "decisions": 0,
-                                       "competing_decisions": 0}
+    mode = sim.competitive_mode(0)
+    assert (mode["competing"], mode["decisions"], mode["competing_decisions"]) == (False, 0, 0)
+
+
+# shared-bottleneck's 24 Mbit/s, 20 ms link with a buffer of one BDP.
+ONE_BDP = "rate_mbps=24,delay_ms=20,queue=droptail:packets=80"
+
+
+def beside(competitor: str) -> tuple[dict, float]:
+    """The generalist with bbr underneath and cubic first, 5 s after `competitor`, 30 s on
+    ONE_BDP: its mode at the end, and its share of the bytes delivered from 15 s on."""
+    sim = _core.Simulator(ONE_BDP, [(competitor, 0.0, -1.0), (_core.EXTERNAL_SCHEME, 5000.0, -1.0)],
+                          1)
+    run_flows_stepped([sim], [link_from_spec(ONE_BDP)], [1],
+                      lambda: LstmScheme("generalist:compete=bbr:first=cubic:restart=1"),
+                      {1: (5000.0, 30000.0)}, 30000.0, threads=1)
+    log = sim.log()
+    late = (log["arrival_ms"] >= 15000) & (log["dropped"] == 0)
+    mine = log["bytes"][late & (log["flow"] == 1)].sum()
+    return sim.competitive_mode(1), float(mine / log["bytes"][late].sum())
+
+
+def test_the_mode_meets_bbr_with_bbr_and_cubic_with_cubic() -> None:
+    # The generalist alone keeps 0.05 of this link beside bbr, and cubic in its place 0.06.
+    mode, share = beside("bbr")
+    assert not mode["first_classic"]
+    assert share > 0.3
+    assert 23 < mode["capacity_mbps"] < 25  # the link's 24 Mbit/s, from packet pairs
+    mode, share = beside("cubic")
+    assert mode["first_classic"]
+    assert 0.3 < share < 0.7
