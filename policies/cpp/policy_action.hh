@@ -40,8 +40,9 @@ struct CompeteRule {
   // Unless the smoothed queue is this many min RTTs deep: a flow that a buffer filler has
   // starved to a window of a datagram or two has none of its own queued, yet waits behind a
   // queue no flow alone keeps (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms on a 40 ms min RTT
-  // at a window of 1, for 15 s before the packets' test let it in).
-  double deep_queue_min_rtts = 0.5;
+  // at a window of 1, for 15 s before the packets' test let it in; on 48 Mbit/s, 10 ms, half
+  // a BDP: 7-9 ms on 20 with 2-3 of its own).
+  double deep_queue_min_rtts = 0.3;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
@@ -49,7 +50,7 @@ struct CompeteRule {
   double enter_after_rtts = 8;
   // And at least this long (ms): on short paths 8 RTTs pass within a policy's start-up, whose
   // overshoot stood for 0.2 s alone on 35 Mbit/s, 5 ms (held-out-grid) and switched it on.
-  double enter_after_ms = 1000;
+  double enter_after_ms = 2000;
   // Within this long (ms, ACK time) of leaving, entering again waits only reenter_after_rtts
   // and no enter_after_ms: a drain that came from the competitor stepping back (bbr's
   // PROBE_RTT every 10 s) is not its leaving, and the policy, back in charge meanwhile, yields
@@ -79,22 +80,39 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   const bool own_queue = features.flight_packets() - features.pipe_packets() >
                          rule.queue_above_packets;
   const bool deep_queue = v.delay_ewma_ms > rule.deep_queue_min_rtts * v.min_rtt_ms;
+  const bool queue_stands = v.standing_queue > rule.standing_above &&
+                            v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
+                            (own_queue || deep_queue);
+  // The share read in the mode: too little under the loss-based first classic hands over
+  // to the other; too much under the other hands back, and under the first (or the only)
+  // one ends the mode, as no buffer filler holds the link (two learned flows, one of which
+  // took the other's queue for a filler's).
   const double share = window.share_meter().share();
-  const bool standing = v.standing_queue > rule.standing_above &&
-                        v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
-                        (own_queue || deep_queue || share < rule.share_floor);
-  const bool switch_asked = window.competing() && window.has_first_classic() &&
-                            (window.using_first_classic() ? share < rule.share_floor
-                                                          : share > rule.share_ceiling);
-  if (switch_asked) {
+  enum class ShareAsks { kNothing, kSwitch, kLeave };
+  ShareAsks asks = ShareAsks::kNothing;
+  if (window.competing()) {
+    const bool under_first_or_only = window.using_first_classic() == window.has_first_classic();
+    if (share > rule.share_ceiling) {
+      asks = under_first_or_only ? ShareAsks::kLeave : ShareAsks::kSwitch;
+    } else if (window.using_first_classic() && share < rule.share_floor) {
+      asks = ShareAsks::kSwitch;
+    }
+  }
+  bool won = false;
+  if (asks == ShareAsks::kNothing) {
+    window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
+  } else {
     if (std::isnan(window.switch_asked_ms())) window.set_switch_asked_ms(v.last_ack_ms);
     if (v.last_ack_ms - window.switch_asked_ms() >= rule.switch_after_ms) {
-      window.switch_classic();
+      if (asks == ShareAsks::kLeave) {
+        won = true;
+      } else {
+        window.switch_classic();
+      }
       window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
     }
-  } else {
-    window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
   }
+  const bool standing = queue_stands && !won;
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {

@@ -139,7 +139,7 @@ TEST(CompetitiveMode, ADrainBesideBbrLeavesTheModeOnlyBriefly) {
   EXPECT_GT(quick.competing_fraction, waiting.competing_fraction);
 }
 
-// The stand-in policy (a window of 2) with bbr underneath and cubic first, beside `other` on
+// The stand-in policy (a window of 10) with bbr underneath and cubic first, beside `other` on
 // 24 Mbit/s, 20 ms, 1 BDP, run to 40 s with the other starting first: whether the mode ends
 // under the first classic, and the flow's share from 15 s on.
 struct Handover {
@@ -155,7 +155,7 @@ Handover handover(const std::string& other) {
   Simulator sim(parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=80"),
                 {competitor, external}, 5);
   ExternalWindow& window = *sim.external(1);
-  window.set_window(2);
+  window.set_window(10);
   sim.compete(1, "bbr", true, "cubic");
   for (double t = 0; t < 40000; t += kStepMs) {
     if (sim.sender(1).active(t)) take_policy_action(sim.sender(1).features(), window, kHoldAction);
