@@ -322,9 +322,17 @@ void UdpSender::summarize() const {
                  policy_->times().quantile_us(0.5), policy_->times().quantile_us(0.99));
   }
   if (policy_ && policy_->window().can_compete()) {
-    std::fprintf(stderr, "ccgym-sender: competitive mode: %llu of %llu decisions\n",
-                 static_cast<unsigned long long>(policy_->window().competing_decisions()),
-                 static_cast<unsigned long long>(policy_->window().decisions()));
+    const ExternalWindow& window = policy_->window();
+    std::fprintf(stderr,
+                 "ccgym-sender: competitive mode: %llu of %llu decisions; the link's rate "
+                 "from packet pairs %.1f Mbit/s%s\n",
+                 static_cast<unsigned long long>(window.competing_decisions()),
+                 static_cast<unsigned long long>(window.decisions()),
+                 window.share_meter().capacity_mbps(),
+                 window.has_first_classic()
+                     ? (window.using_first_classic() ? "; under the first classic"
+                                                     : "; under compete='s classic")
+                     : "");
   }
 }
 

@@ -21,19 +21,27 @@ TEST(ShareMeter, NothingIsKnownBeforeAPairAndAWholeInterval) {
   EXPECT_TRUE(std::isnan(meter.capacity_mbps()));  // one datagram is no pair
 }
 
-TEST(ShareMeter, BackToBackPairsGiveTheLinksRateThroughCrossTraffic) {
-  // Pairs sent at one instant, every 2 ms, each pair's second datagram one serialization
-  // behind its first (nothing came between them) or, in every other pair, three behind
-  // (two of a competitor's between): the least gap is the link's.
-  ShareMeter meter;
-  uint64_t seq = 0;
-  for (int pair = 0; pair < 1000; ++pair) {
-    const double send_ms = 2.0 * pair;
+// Pairs sent at one instant every 2 ms from `from_ms` to `to_ms`, from seq on, the second of
+// each `gap(pair)` behind the first at the receiver. Returns the next seq.
+template <typename Gap>
+uint64_t send_pairs(ShareMeter& meter, uint64_t seq, double from_ms, double to_ms, Gap gap) {
+  int pair = 0;
+  for (double send_ms = from_ms; send_ms < to_ms; send_ms += 2, ++pair) {
     const double recv_ms = send_ms + 20;
-    const double behind = (pair % 2 == 0 ? 1 : 3) * kPacketMs;
     meter.on_ack(seq++, send_ms, recv_ms, recv_ms + 20);
-    meter.on_ack(seq++, send_ms, recv_ms + behind, recv_ms + behind + 20);
+    meter.on_ack(seq++, send_ms, recv_ms + gap(pair), recv_ms + gap(pair) + 20);
   }
+  return seq;
+}
+
+TEST(ShareMeter, BackToBackPairsGiveTheLinksRateThroughCrossTraffic) {
+  // One pair in four has two of a competitor's datagrams between its own (three
+  // serializations behind), one in eight was read at once by a busy receiver (a tenth of
+  // one): the median gap is the link's.
+  ShareMeter meter;
+  send_pairs(meter, 0, 0, 2000, [](int pair) {
+    return (pair % 4 == 1 ? 3 : pair % 8 == 2 ? 0.1 : 1) * kPacketMs;
+  });
   EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
   // Two datagrams every 2 ms: 12 Mbit/s of 24.
   EXPECT_NEAR(meter.share(), 0.5, 0.01);
@@ -59,16 +67,14 @@ TEST(ShareMeter, ALostDatagramBreaksThePair) {
 }
 
 TEST(ShareMeter, OldPairsAgeOut) {
+  // 2 s at 24 Mbit/s, then the link at 12 (a gap of two serializations at 24): once the
+  // fast seconds have left the window, the rate is the slow one.
   ShareMeter meter;
-  meter.on_ack(0, 0, 10, 20);
-  meter.on_ack(1, 0, 10 + kPacketMs, 20.5);  // 24 Mbit/s
-  meter.on_ack(2, 100, 110, 120);
-  meter.on_ack(3, 100, 110 + 2 * kPacketMs, 121);  // 12 Mbit/s, now the only one in window
-  for (uint64_t seq = 4; seq < 8; seq += 2) {
-    const double t = 5000.0 * static_cast<double>(seq);
-    meter.on_ack(seq, t, t + 10, t + 20);
-    meter.on_ack(seq + 1, t, t + 10 + 2 * kPacketMs, t + 21);
-  }
+  uint64_t seq = send_pairs(meter, 0, 0, 2000, [](int) { return kPacketMs; });
+  EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
+  seq = send_pairs(meter, seq, 2000, 8000, [](int) { return 2 * kPacketMs; });
+  EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
+  send_pairs(meter, seq, 8000, 14000, [](int) { return 2 * kPacketMs; });
   EXPECT_NEAR(meter.capacity_mbps(), 12, 1e-9);
 }
 
