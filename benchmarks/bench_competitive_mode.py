@@ -7,7 +7,7 @@ of the flow's decisions made in competitive mode (the issue's "a competitive mod
 switch on alone"). Prints one JSON object; the load average is beside the figures.
 
     .venv/bin/python benchmarks/bench_competitive_mode.py [--policy generalist]
-        [--links pantheon-calibrated] [--compete cubic,bbr] [--seed 1]
+        [--links pantheon-calibrated] [--compete cubic,bbr:first=cubic:restart=1] [--seed 1]
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", default="generalist", help="as after lstm:")
     parser.add_argument("--links", default="pantheon-calibrated", help="a link set")
-    parser.add_argument("--compete", default="cubic,bbr", help="classic schemes, comma-separated")
+    parser.add_argument("--compete", default="cubic,bbr",
+                        help="classic schemes, comma-separated, each with the mode's other "
+                             "options after it if any (bbr:first=cubic:restart=1)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     variants = [args.policy] + [with_policy_options(args.policy, {"compete": c.strip()})
