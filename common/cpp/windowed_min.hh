@@ -1,37 +1,33 @@
 // A windowed minimum, for the schemes' filters (copa's standing RTT) and the learned flow's
-// competitive mode (the least gap between two datagrams sent back to back).
+// competitive mode (the least of its seconds' median packet-pair gaps).
 #pragma once
 #include <cstddef>
 #include <limits>
-#include <vector>
+
+#include "common/cpp/ring.hh"
 
 namespace ccgym {
 
 // Minimum of (time, value) samples over a sliding time window, as a monotonic
-// deque on a growable ring: O(1) amortized per sample, and no allocation once
-// the ring has grown to the longest run of rising samples in a window.
+// deque on a Ring: O(1) amortized per sample, and no allocation once the ring has
+// grown to the longest run of rising samples in a window.
 class WindowedMin {
  public:
-  explicit WindowedMin(std::size_t capacity = 256) : items_(round_up(capacity)) {}
+  explicit WindowedMin(std::size_t capacity = 256) : items_(capacity) {}
 
   // Adds a sample at t_ms and forgets samples older than t_ms - window_ms.
   void add(double t_ms, double value, double window_ms) {
-    while (count_ > 0 && back().value >= value) --count_;
-    if (count_ == items_.size()) grow();
-    items_[(head_ + count_) & mask()] = Sample{t_ms, value};
-    ++count_;
+    while (!items_.empty() && items_.back().value >= value) items_.pop_back();
+    items_.push_back(Sample{t_ms, value});
     expire(t_ms, window_ms);
   }
   void expire(double now_ms, double window_ms) {
     // The newest sample stays: a window shorter than the sample spacing still has a minimum.
-    while (count_ > 1 && items_[head_].t_ms < now_ms - window_ms) {
-      head_ = (head_ + 1) & mask();
-      --count_;
-    }
+    while (items_.size() > 1 && items_.front().t_ms < now_ms - window_ms) items_.pop_front();
   }
-  bool empty() const { return count_ == 0; }
+  bool empty() const { return items_.empty(); }
   double min() const {
-    return count_ ? items_[head_].value : std::numeric_limits<double>::infinity();
+    return items_.empty() ? std::numeric_limits<double>::infinity() : items_.front().value;
   }
 
  private:
@@ -39,22 +35,7 @@ class WindowedMin {
     double t_ms;
     double value;
   };
-  static std::size_t round_up(std::size_t n) {
-    std::size_t c = 1;
-    while (c < n) c <<= 1;
-    return c;
-  }
-  std::size_t mask() const { return items_.size() - 1; }
-  const Sample& back() const { return items_[(head_ + count_ - 1) & mask()]; }
-  void grow() {
-    std::vector<Sample> bigger(items_.size() * 2);
-    for (std::size_t i = 0; i < count_; ++i) bigger[i] = items_[(head_ + i) & mask()];
-    items_.swap(bigger);
-    head_ = 0;
-  }
-  std::vector<Sample> items_;
-  std::size_t head_ = 0;
-  std::size_t count_ = 0;
+  Ring<Sample> items_;
 };
 
 }  // namespace ccgym
