@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/cpp/packet.hh"
 #include "policies/cpp/actions.hh"
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/features.hh"
@@ -37,12 +38,13 @@ struct CompeteRule {
   // it then sat in the mode 86-96% of the time on three held-out-grid links), while a buffer
   // filler's queue holds several of the flow's own ahead of each new one.
   double queue_above_packets = 2;
-  // Unless the smoothed queue is this many min RTTs deep: a flow that a buffer filler has
-  // starved to a window of a datagram or two has none of its own queued, yet waits behind a
-  // queue no flow alone keeps (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms on a 40 ms min RTT
-  // at a window of 1, for 15 s before the packets' test let it in; on 48 Mbit/s, 10 ms, half
-  // a BDP: 7-9 ms on 20 with 2-3 of its own).
-  double deep_queue_min_rtts = 0.3;
+  // Unless the smoothed queue is this many times what the flow's own queued datagrams (at
+  // least one) take at the link's rate (ShareMeter's packet pairs): a flow that a buffer
+  // filler has starved to a datagram or two has none of its own queued, yet waits behind a
+  // queue (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms at a window of 1, 0.5 ms a datagram;
+  // through the shell beside kernel bbr a few ms), where alone on a slow recorded link one
+  // datagram of its own is 10-30 ms.
+  double foreign_queue_ratio = 4;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
   // link's rate drop) must not switch it, while a buffer filler that stays is met within a
@@ -79,14 +81,14 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
   const bool own_queue = features.flight_packets() - features.pipe_packets() >
                          rule.queue_above_packets;
-  const bool deep_queue = v.delay_ewma_ms > rule.deep_queue_min_rtts * v.min_rtt_ms;
-  // The flow's share of the link (ShareMeter). Below share_floor, a queue that stands is
-  // not the flow's own, however short: kernel bbr alone on 24 Mbit/s, 20 ms, 1 BDP keeps a
-  // few ms where the simulated one (host stalls at a load of 13-17) keeps 30 and more.
   const double share = window.share_meter().share();
+  const double own_queue_ms = std::max(features.flight_packets() - features.pipe_packets(), 1.0) *
+                              kDataPacketBytes * 8.0 / 1000.0 /
+                              window.share_meter().capacity_mbps();
+  const bool foreign_queue = v.delay_ewma_ms > rule.foreign_queue_ratio * own_queue_ms;
   const bool queue_stands = v.standing_queue > rule.standing_above &&
                             v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&
-                            (own_queue || deep_queue || share < rule.share_floor);
+                            (own_queue || foreign_queue);
   // In the mode: too little under the loss-based first classic hands over to the other;
   // too much under the other hands back, and under the first (or the only) one ends the
   // mode, as no buffer filler holds the link (two learned flows, one of which took the

@@ -77,13 +77,26 @@ TEST(CompetitiveMode, SwitchesOnBesideABufferFillerAndHoldsAShare) {
   }
 }
 
-TEST(CompetitiveMode, AFlowStarvedToOneDatagramSwitchesOn) {
-  // A window of 1 never has more than one datagram of its own queued: only the queue's depth
-  // (CompeteRule::deep_queue_min_rtts) tells that a buffer filler holds it.
+TEST(CompetitiveMode, AFlowStarvedToAFewDatagramsSwitchesOn) {
+  // A window of 1 or 3 (a step up sends two back to back: packet pairs) never has more than
+  // two datagrams of its own queued: only the queue's length against what its own take at
+  // the link's rate (CompeteRule::foreign_queue_ratio) tells that a buffer filler holds it.
   for (const char* classic : {"cubic", "bbr"}) {
-    const Outcome starved = run(classic, {"fixed:200"}, 20000, 5000, kNever, 1);
-    EXPECT_TRUE(starved.competing_at_end) << classic;
-    EXPECT_GT(starved.competing_fraction, 0.5) << classic;
+    FlowSpec external, filler;
+    external.scheme = std::string(kExternalScheme);
+    filler.scheme = "fixed:200";
+    Simulator sim(parse_link_spec(kDeepLink), {external, filler}, 7);
+    ExternalWindow& window = *sim.external(0);
+    sim.compete(0, classic);
+    int step = 0;
+    for (double t = 0; t < 20000; t += kStepMs, ++step) {
+      if (!window.competing()) window.set_window(step % 20 < 10 ? 1 : 3);
+      take_policy_action(sim.sender(0).features(), window, kHoldAction);
+      sim.run_until(t + kStepMs);
+    }
+    EXPECT_TRUE(window.competing()) << classic;
+    EXPECT_GT(static_cast<double>(window.competing_decisions()) /
+                  static_cast<double>(window.decisions()), 0.5) << classic;
   }
 }
 
