@@ -82,6 +82,7 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   const bool own_queue = features.flight_packets() - features.pipe_packets() >
                          rule.queue_above_packets;
   const double share = window.share_meter().share();
+  // NaN before the first packet pairs: then only the flow's own datagrams count.
   const double own_queue_ms = std::max(features.flight_packets() - features.pipe_packets(), 1.0) *
                               kDataPacketBytes * 8.0 / 1000.0 /
                               window.share_meter().capacity_mbps();
