@@ -144,8 +144,9 @@ class ExternalWindow final : public Controller {
   //
   // make_first, when given, makes a second classic, fed from the start on too, that takes over
   // first (a loss-based one, cubic: it shares with loss-based buffer fillers); make_classic's
-  // takes over from it on escalate() (a competitor that starves it does not back off on loss:
-  // bbr), and stays for the entries that follow within a while of leaving (set_competing).
+  // takes over from it on switch_classic() (a competitor that starves it does not back off on
+  // loss: bbr), and stays for the entries that follow within a while of leaving
+  // (set_competing).
   void compete_with(ClassicMaker make_classic, bool restart_on_entry = false,
                     ClassicMaker make_first = nullptr) {
     make_classic_ = std::move(make_classic);
@@ -177,7 +178,7 @@ class ExternalWindow final : public Controller {
   // Enters or leaves competitive mode (needs compete_with); the policy's window is then
   // set_window's (update_competitive_mode restarts it on leaving).
   // reentry: the flow left the mode a short while ago (CompeteRule::reenter_within_ms), so
-  // the competitor is the one it met then, and an escalation then still holds.
+  // the competitor is the one it met then, and the classic it had switched to still holds.
   void set_competing(bool on, bool reentry = false) {
     if (on && !competing_ && classic_) {
       if (!reentry) using_first_ = first_classic_ != nullptr;
