@@ -41,9 +41,8 @@ struct CompeteRule {
   // Unless the smoothed queue is this many times what the flow's own queued datagrams (at
   // least one) take at the link's rate (ShareMeter's packet pairs): a flow that a buffer
   // filler has starved to a datagram or two has none of its own queued, yet waits behind a
-  // queue (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms at a window of 1, 0.5 ms a datagram;
-  // through the shell beside kernel bbr a few ms), where alone on a slow recorded link one
-  // datagram of its own is 10-30 ms.
+  // queue (beside bbr on 24 Mbit/s, 20 ms, 1 BDP: 34 ms at a window of 1, 0.5 ms a
+  // datagram), where alone on a slow recorded link one datagram of its own is 10-30 ms.
   double foreign_queue_ratio = 4;
   // Entering waits for the queue to stand this many smoothed RTTs beyond the kDrainRtts the
   // reading already spans: a policy's own passing queue (slow start's overshoot, a cellular
