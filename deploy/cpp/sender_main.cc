@@ -185,7 +185,6 @@ std::unique_ptr<Controller> make_scheme(const net::Flags& flags,
         } catch (const std::invalid_argument& e) {
           flags.fail("--scheme: " + key + "=" + spec + ": " + e.what());
         }
-        return ExternalWindow::ClassicMaker();
       };
       window->compete_with(maker("compete", classic), restart,
                            first.empty() ? nullptr : maker("first", first));

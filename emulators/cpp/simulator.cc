@@ -85,11 +85,9 @@ void Simulator::compete(std::size_t flow, const std::string& spec, bool restart_
   if (flow >= externals_.size() || externals_[flow] == nullptr) {
     throw std::invalid_argument("flow " + std::to_string(flow) + " is not external");
   }
-  externals_[flow]->compete_with(classic_maker(spec, derive_seed(seed_, kFirstFlowPart + flow)),
-                                 restart_on_entry,
-                                 first_spec.empty() ? nullptr
-                                                    : classic_maker(first_spec, derive_seed(
-                                                          seed_, kFirstFlowPart + flow)));
+  const uint64_t seed = derive_seed(seed_, kFirstFlowPart + flow);
+  externals_[flow]->compete_with(classic_maker(spec, seed), restart_on_entry,
+                                 first_spec.empty() ? nullptr : classic_maker(first_spec, seed));
 }
 
 double Simulator::min_rtt_ms() const {

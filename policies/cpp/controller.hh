@@ -105,7 +105,7 @@ class ExternalWindow final : public Controller {
   explicit ExternalWindow(double window = 10) : window_(window) {}
   void set_window(double window) { window_ = window; }
   double window_size() override {
-    return competing_ ? std::min(active_->window_size(), classic_ceiling_) : window_;
+    return competing_ ? std::min(active().window_size(), classic_ceiling_) : window_;
   }
   void on_sent(uint64_t seq, double send_ms) override {
     if (classic_) classic_->on_sent(seq, send_ms);
@@ -119,13 +119,13 @@ class ExternalWindow final : public Controller {
     if (first_classic_) first_classic_->on_ack(seq, send_ms, recv_ms, ack_ms);
   }
   double timeout_ms() override {
-    return competing_ ? active_->timeout_ms() : Controller::timeout_ms();
+    return competing_ ? active().timeout_ms() : Controller::timeout_ms();
   }
   void on_timeout(double now_ms) override {
     if (classic_) classic_->on_timeout(now_ms);
     if (first_classic_) first_classic_->on_timeout(now_ms);
   }
-  double pacing_rate_mbps() override { return competing_ ? active_->pacing_rate_mbps() : 0; }
+  double pacing_rate_mbps() override { return competing_ ? active().pacing_rate_mbps() : 0; }
   std::string name() const override { return std::string(kExternalScheme); }
   // The newest ACK's time (sender clock) when a learned policy last grew the window, so that
   // it grows once per ACK at most (growth_ceiling in actions.hh); -infinity before.
@@ -154,7 +154,6 @@ class ExternalWindow final : public Controller {
     classic_ = make_classic_();
     first_classic_ = make_first ? make_first() : nullptr;
     using_first_ = first_classic_ != nullptr;
-    active_ = using_first_ ? first_classic_.get() : classic_.get();
   }
   bool has_first_classic() const { return first_classic_ != nullptr; }
   // Whether the mode sends (or will, on entry) under the first classic.
@@ -162,14 +161,7 @@ class ExternalWindow final : public Controller {
   // Hands the mode to the other classic (needs a first one): make_classic's afresh under
   // restart_on_entry, the first one as fed all along.
   void switch_classic() {
-    if (!first_classic_) return;
-    using_first_ = !using_first_;
-    if (using_first_) {
-      active_ = first_classic_.get();
-    } else {
-      if (restart_on_entry_) classic_ = make_classic_();
-      active_ = classic_.get();
-    }
+    if (first_classic_) hand_to(!using_first_);
   }
   // The flow's share of its bottleneck, read while a classic is underneath.
   const ShareMeter& share_meter() const { return share_meter_; }
@@ -180,15 +172,7 @@ class ExternalWindow final : public Controller {
   // reentry: the flow left the mode a short while ago (CompeteRule::reenter_within_ms), so
   // the competitor is the one it met then, and the classic it had switched to still holds.
   void set_competing(bool on, bool reentry = false) {
-    if (on && !competing_ && classic_) {
-      if (!reentry) using_first_ = first_classic_ != nullptr;
-      if (using_first_) {
-        active_ = first_classic_.get();
-      } else {
-        if (restart_on_entry_) classic_ = make_classic_();
-        active_ = classic_.get();
-      }
-    }
+    if (on && !competing_ && classic_) hand_to(reentry ? using_first_ : first_classic_ != nullptr);
     competing_ = on && classic_ != nullptr;
   }
   // Since when (ACK time) the flow's share has asked for the other classic; NaN while not.
@@ -217,13 +201,20 @@ class ExternalWindow final : public Controller {
   }
 
  private:
+  // The classic the mode sends under.
+  Controller& active() const { return using_first_ ? *first_classic_ : *classic_; }
+  // Gives the mode to the first classic or to make_classic's (afresh under restart_on_entry).
+  void hand_to(bool first) {
+    using_first_ = first;
+    if (!first && restart_on_entry_) classic_ = make_classic_();
+  }
+
   double window_;
   double grown_at_ack_ms_ = -std::numeric_limits<double>::infinity();
   ClassicMaker make_classic_;
   bool restart_on_entry_ = false;
   std::unique_ptr<Controller> classic_;
   std::unique_ptr<Controller> first_classic_;
-  Controller* active_ = nullptr;
   bool using_first_ = false;
   ShareMeter share_meter_;
   double switch_asked_ms_ = std::numeric_limits<double>::quiet_NaN();

@@ -79,7 +79,7 @@ class ShareMeter {
 
  private:
   static constexpr double kBitsPerPacket = kDataPacketBytes * 8.0;
-  WindowedMin least_gaps_;
+  WindowedMin least_gaps_{16};  // one sample a second over kPairWindowMs
   std::array<double, kMaxPairs> gaps_{};
   std::size_t pairs_ = 0;
   bool have_previous_ = false;
