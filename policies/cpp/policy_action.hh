@@ -59,6 +59,17 @@ struct CompeteRule {
   // what the mode had won (beside bbr, 5 s spans at 0.09-0.15 after each such drain).
   double reenter_within_ms = 15000;
   double reenter_after_rtts = 2;
+  // A fresh entry (not a re-entry) also asks the flow's share of the link (ShareMeter) to lie
+  // outside [enter_share_low, enter_share_high]: starved, or holding most of the link beside a
+  // filler (the generalist takes 0.9 beside cubic on half a BDP). A flow between them shares
+  // already, as learned flows beside each other do, whose start-up queues otherwise read to
+  // each other as a filler's. No share yet (no packet pairs) lets the queue decide.
+  double enter_share_low = 0.25;
+  double enter_share_high = 0.75;
+  // The classic's window is held to this many of the link's BDPs (ShareMeter's rate x the
+  // min RTT): in a buffer without a bound (the recorded links' queues) cubic meets no loss,
+  // and its queue grew to seconds beside learned flows. bbr keeps 2 of its own.
+  double classic_window_bdps = 4;
   // With a first classic (ExternalWindow::compete_with's make_first: loss-based), the mode
   // hands over to the other (bbr) once the flow's share of the link (ShareMeter) has stayed
   // below share_floor for switch_after_ms: the competitor does not back off on loss. And
@@ -79,7 +90,15 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   // The drain test's readings are kept from the first decision, before the first ACK.
   features.keep_competition_readings();
   const FeatureValues& v = features.values();
-  window.set_classic_ceiling(growth_ceiling(features.flight_packets(), true));
+  double classic_ceiling = growth_ceiling(features.flight_packets(), true);
+  const double capacity_mbps = window.share_meter().capacity_mbps();
+  if (!std::isnan(capacity_mbps)) {
+    const double link_bdp_packets = capacity_mbps * 1000.0 / (kDataPacketBytes * 8.0) *
+                                    v.min_rtt_ms;
+    classic_ceiling = std::min(classic_ceiling,
+                               std::max(kMinWindow, rule.classic_window_bdps * link_bdp_packets));
+  }
+  window.set_classic_ceiling(classic_ceiling);
   const bool own_queue = features.flight_packets() - features.pipe_packets() >
                          rule.queue_above_packets;
   const double share = window.share_meter().share();
@@ -119,13 +138,15 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
       window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
     }
   }
-  const bool standing = queue_stands && !won;
+  const bool just_left = v.last_ack_ms - window.left_mode_at_ms() < rule.reenter_within_ms;
+  const bool shares_already = share >= rule.enter_share_low && share <= rule.enter_share_high;
+  const bool standing =
+      queue_stands && !won && (window.competing() || just_left || !shares_already);
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {
     if (std::isnan(window.mode_change_asked_ms())) window.set_mode_change_asked_ms(v.last_ack_ms);
     const double smoothed_rtt_ms = v.min_rtt_ms + v.delay_ewma_ms;
-    const bool just_left = v.last_ack_ms - window.left_mode_at_ms() < rule.reenter_within_ms;
     const double hold_ms =
         !standing ? 0.0
         : just_left ? rule.reenter_after_rtts * smoothed_rtt_ms

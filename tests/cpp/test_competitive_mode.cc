@@ -3,6 +3,8 @@
 // back when the queue drains; without a classic it is the plain ExternalWindow of before.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -116,12 +118,14 @@ Reentries reentries(const CompeteRule& rule) {
   Simulator sim(parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=80"),
                 {bbr, external}, 3);
   ExternalWindow& window = *sim.external(1);
-  window.set_window(2);
   sim.compete(1, "bbr", true);
   Reentries out;
   double left_ms = -1;
-  for (double t = 0; t < 60000; t += kStepMs) {
+  int step = 0;
+  for (double t = 0; t < 60000; t += kStepMs, ++step) {
     const bool was = window.competing();
+    // Out of the mode, a yielding policy's window, stepped up now and then (packet pairs).
+    if (!was) window.set_window(step % 20 < 10 ? 2 : 4);
     update_competitive_mode(sim.sender(1).features(), window, rule);
     if (was && !window.competing()) {
       ++out.exits;
@@ -140,7 +144,8 @@ Reentries reentries(const CompeteRule& rule) {
 TEST(CompetitiveMode, ADrainBesideBbrLeavesTheModeOnlyBriefly) {
   const Reentries quick = reentries(CompeteRule{});
   CompeteRule slow;
-  slow.reenter_within_ms = 0;  // every entry waits enter_after_ms
+  slow.reenter_within_ms = 0;  // every entry waits enter_after_ms,
+  slow.enter_share_low = std::numeric_limits<double>::infinity();  // and no share holds one off
   const Reentries waiting = reentries(slow);
   ASSERT_GE(quick.exits, 2);
   ASSERT_GE(waiting.exits, 2);
@@ -195,6 +200,67 @@ TEST(CompetitiveMode, HandsOverToBbrOnlyWhereTheFirstClassicIsStarved) {
   EXPECT_TRUE(beside_cubic.first_at_end);
   EXPECT_GT(beside_cubic.share, 0.3);
   EXPECT_LT(beside_cubic.share, 0.7);
+}
+
+// The external flow, its window stepped between `window` - 2 and + 2 every 100 ms (a step up
+// sends back to back: packet pairs), with cubic underneath, beside `others` on `link` under
+// `rule`, to until_ms: the fraction of its decisions in the mode, and the most its window
+// was while in it.
+struct Stepped {
+  double competing_fraction = 0;
+  double most_competing_window = 0;
+};
+
+Stepped stepped(const char* link, const std::vector<std::string>& others, double window_mid,
+                const CompeteRule& rule, double until_ms) {
+  std::vector<FlowSpec> flows(1);
+  flows[0].scheme = std::string(kExternalScheme);
+  for (const std::string& scheme : others) {
+    FlowSpec f;
+    f.scheme = scheme;
+    flows.push_back(f);
+  }
+  Simulator sim(parse_link_spec(link), flows, 7);
+  ExternalWindow& window = *sim.external(0);
+  sim.compete(0, "cubic");  // fed from the start
+  Stepped out;
+  int step = 0;
+  for (double t = 0; t < until_ms; t += kStepMs, ++step) {
+    if (!window.competing()) window.set_window(window_mid + (step % 20 < 10 ? -2 : 2));
+    update_competitive_mode(sim.sender(0).features(), window, rule);
+    if (window.competing()) {
+      out.most_competing_window = std::max(out.most_competing_window, window.window_size());
+    }
+    sim.run_until(t + kStepMs);
+  }
+  out.competing_fraction = static_cast<double>(window.competing_decisions()) /
+                           static_cast<double>(window.decisions());
+  return out;
+}
+
+TEST(CompetitiveMode, AFlowThatAlreadySharesStaysOut) {
+  // Beside a window as large as its own the queue stands (200 datagrams for a pipe of 80)
+  // and holds many of its own, but it has half the link: another learned flow, not a filler.
+  const Stepped sharing = stepped(kDeepLink, {"fixed:100"}, 100, CompeteRule{}, 15000);
+  EXPECT_EQ(sharing.competing_fraction, 0);
+  CompeteRule no_share_asked;
+  no_share_asked.enter_share_low = std::numeric_limits<double>::infinity();
+  EXPECT_GT(stepped(kDeepLink, {"fixed:100"}, 100, no_share_asked, 15000).competing_fraction,
+            0.5);
+}
+
+TEST(CompetitiveMode, TheClassicIsHeldToFourPipesInABufferWithoutBound) {
+  // Alone in a queue without bound, cubic meets no loss: the mode (entered on the flow's own
+  // queue, which a test may do) holds it to 4 x 80 datagrams, where it grows past them.
+  constexpr const char* kUnbounded = "rate_mbps=24,delay_ms=20";
+  CompeteRule rule;
+  rule.share_ceiling = std::numeric_limits<double>::infinity();  // it stays in the mode
+  const Stepped held = stepped(kUnbounded, {}, 200, rule, 8000);
+  ASSERT_GT(held.competing_fraction, 0.3);
+  EXPECT_LE(held.most_competing_window, 4 * 80 * 1.02);
+  EXPECT_GT(held.most_competing_window, 4 * 80 * 0.9);
+  rule.classic_window_bdps = std::numeric_limits<double>::infinity();
+  EXPECT_GT(stepped(kUnbounded, {}, 200, rule, 8000).most_competing_window, 2 * 4 * 80);
 }
 
 TEST(CompetitiveMode, SwitchesBackWhenTheQueueDrains) {

@@ -34,17 +34,43 @@ uint64_t send_pairs(ShareMeter& meter, uint64_t seq, double from_ms, double to_m
   return seq;
 }
 
-TEST(ShareMeter, BackToBackPairsGiveTheLinksRateThroughCrossTraffic) {
-  // One pair in four has two of a competitor's datagrams between its own (three
-  // serializations behind), one in eight was read at once by a busy receiver (a tenth of
-  // one): the median gap is the link's.
+TEST(ShareMeter, BackToBackPairsGiveTheLinksRate) {
   ShareMeter meter;
-  send_pairs(meter, 0, 0, 2000, [](int pair) {
-    return (pair % 4 == 1 ? 3 : pair % 8 == 2 ? 0.1 : 1) * kPacketMs;
-  });
+  send_pairs(meter, 0, 0, 2000, [](int) { return kPacketMs; });
   EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
   // Two datagrams every 2 ms: 12 Mbit/s of 24.
   EXPECT_NEAR(meter.share(), 0.5, 0.01);
+}
+
+TEST(ShareMeter, ALinkThatDeliversInMillisecondBurstsReadsItsMeanRate) {
+  // A trace link: two pairs in three land within one millisecond's burst (no gap), one
+  // across a 2 ms pause: a mean gap of 2/3 ms, 18 Mbit/s, where the median reads no gap.
+  ShareMeter meter;
+  send_pairs(meter, 0, 0, 2000, [](int pair) { return pair % 3 == 0 ? 2.0 : 0.0; });
+  EXPECT_NEAR(meter.capacity_mbps(), 12.0 * 3 / 2, 0.1);
+}
+
+TEST(ShareMeter, AReceiverThatReadsSomePairsAtOnceMovesTheRateByTheirShare) {
+  // One pair in eight read in one wake-up (no gap): the link reads 8/7 of its rate.
+  ShareMeter meter;
+  send_pairs(meter, 0, 0, 2000, [](int pair) { return pair % 8 == 0 ? 0.0 : kPacketMs; });
+  EXPECT_NEAR(meter.capacity_mbps(), 24.0 * 8 / 7, 0.1);
+}
+
+TEST(ShareMeter, AFewPairsASecondCarryOverUntilThereAreEnough) {
+  // A starved flow: one pair every 100 ms, ten a second.
+  ShareMeter meter;
+  auto sparse = [&meter](uint64_t seq, double from_ms, double to_ms) {
+    for (double send_ms = from_ms; send_ms < to_ms; send_ms += 100) {
+      meter.on_ack(seq++, send_ms, send_ms + 20, send_ms + 40);
+      meter.on_ack(seq++, send_ms, send_ms + 20 + kPacketMs, send_ms + 40 + kPacketMs);
+    }
+    return seq;
+  };
+  const uint64_t seq = sparse(0, 0, 1100);
+  EXPECT_TRUE(std::isnan(meter.capacity_mbps()));
+  sparse(seq, 1100, 2200);
+  EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
 }
 
 TEST(ShareMeter, APacedFlowMakesNoPairs) {
@@ -66,15 +92,18 @@ TEST(ShareMeter, ALostDatagramBreaksThePair) {
   EXPECT_TRUE(std::isnan(meter.capacity_mbps()));
 }
 
-TEST(ShareMeter, OldPairsAgeOut) {
-  // 2 s at 24 Mbit/s, then the link at 12 (a gap of two serializations at 24): once the
-  // fast seconds have left the window, the rate is the slow one.
+TEST(ShareMeter, TheRateIsTheLastSecondsWithPairsEnough) {
+  // 2 s at 24 Mbit/s, then the link at 12 (a gap of two serializations at 24): the share is
+  // taken against the new rate at once; a second without pairs keeps the last rate.
   ShareMeter meter;
   uint64_t seq = send_pairs(meter, 0, 0, 2000, [](int) { return kPacketMs; });
   EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
-  seq = send_pairs(meter, seq, 2000, 8000, [](int) { return 2 * kPacketMs; });
-  EXPECT_NEAR(meter.capacity_mbps(), 24, 1e-9);
-  send_pairs(meter, seq, 8000, 14000, [](int) { return 2 * kPacketMs; });
+  seq = send_pairs(meter, seq, 2000, 4000, [](int) { return 2 * kPacketMs; });
+  EXPECT_NEAR(meter.capacity_mbps(), 12, 1e-9);
+  EXPECT_NEAR(meter.share(), 1.0, 0.01);
+  for (double send_ms = 4000; send_ms < 6000; send_ms += 2) {  // paced: no pairs
+    meter.on_ack(seq++, send_ms, send_ms + 20, send_ms + 40);
+  }
   EXPECT_NEAR(meter.capacity_mbps(), 12, 1e-9);
 }
 
