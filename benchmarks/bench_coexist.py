@@ -1,10 +1,10 @@
 """Does a trained policy hold its fair share beside others? Issue 46's shared-link figures.
 
 Parts (--only; the kernel part only when asked):
-  pair    In the simulator, one competitor flow (cubic, bbr) starts first, the policy
-          --stagger-s (5 s) after it, on each link of `shared-bottleneck` (24 Mbit/s 20 ms
-          DropTail 1 and 4 BDPs, 12 Mbit/s 40 ms 2 BDPs, 48 Mbit/s 10 ms 0.5 BDP): the
-          policy's share of the bytes delivered while both send, from the later start plus
+  pair    In the simulator, one competitor flow (--competitors: cubic, bbr) starts first,
+          the policy --stagger-s (5 s) after it, on each link of `shared-bottleneck` (24
+          Mbit/s 20 ms DropTail 1 and 4 BDPs, 12 Mbit/s 40 ms 2 BDPs, 48 Mbit/s 10 ms 0.5
+          BDP): the policy's share of the bytes delivered while both send, from the later start plus
           a 5 s ramp (measure.metrics.overlap_shares), goal 0.40-0.60; beside cubic, the harm
           it does to that cubic flow against what a second cubic flow does (Ware et al.:
           analysis/coexist.py), goal no worse than cubic's (harm <= 0.05).
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ccgym.analysis.coexist import harm, make_lineup, run_lineup
+from ccgym.analysis.coexist import harm, make_lineup, parse_against, run_lineup
 from ccgym.emulators import _core
 from ccgym.emulators.link_names import link_from_spec, resolve_links
 from ccgym.emulators.links import Link, data_dir
@@ -122,7 +122,7 @@ def pair_figures(schemes: Sequence[str], policies: Sequence[str], args: argparse
     duration_ms, stagger_ms = args.duration_s * 1e3, args.stagger_s * 1e3
     figures = []
     for link in resolve_links(None, "shared-bottleneck"):
-        for competitor in COMPETITORS:
+        for competitor in args.competitors:
             case = f"{link.name} vs {competitor}"
             lineup = make_lineup("cubic", [competitor], "competitors")
             share = Figure("pair", case, "share_overlap", f"{SHARE_GOAL[0]}-{SHARE_GOAL[1]}",
@@ -218,7 +218,7 @@ def kernel_figures(schemes: Sequence[str], policies: Sequence[str],
              if link.name in KERNEL_LINKS]
     figures = []
     for link in links:
-        for competitor in COMPETITORS:
+        for competitor in args.competitors:
             figure = Figure("kernel", f"{link.name} vs kernel:{competitor}", "share_overlap",
                             f">= {KERNEL_SHARE_GOAL}", between(KERNEL_SHARE_GOAL))
             for scheme in schemes:
@@ -272,7 +272,11 @@ def main() -> None:
     parser.add_argument("--window-ms", type=float, default=CONVERGENCE_WINDOW_MS,
                         help="convergence: rates over windows this long (three)")
     parser.add_argument("--seed", type=int, default=1, help="the simulator's seed")
+    parser.add_argument("--competitors", default=",".join(COMPETITORS),
+                        help="the classic schemes that start first in part pair, "
+                             "comma-separated (default %(default)s; e.g. bbr3,copa,vivace)")
     args = parser.parse_args()
+    args.competitors = parse_against(args.competitors, "--competitors")
     parts = {p.strip() for p in args.only.split(",") if p.strip()} | (
         {"kernel"} if args.kernel else set())
     if parts - set(PARTS):

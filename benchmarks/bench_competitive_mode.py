@@ -1,10 +1,10 @@
 """Does a learned flow's competitive mode (`lstm:POLICY:compete=SCHEME`) stay off alone?
 
 Runs the policy alone on each link of a link set (default pantheon-calibrated, each link's
-default length, as `ccgym eval --links SET` does) without the mode and with it under each
-classic scheme given, and prints, per link and on average, the score of each and the fraction
-of the flow's decisions made in competitive mode (the issue's "a competitive mode must not
-switch on alone"). Prints one JSON object; the load average is beside the figures.
+default length, as `ccgym eval --links SET` does) without the mode (`compete=none`) and with
+it under each classic scheme given, and prints, per link and on average, the score of each and
+the fraction of the flow's decisions made in competitive mode (the issue's "a competitive mode
+must not switch on alone"). Prints one JSON object; the load average is beside the figures.
 
     .venv/bin/python benchmarks/bench_competitive_mode.py [--policy generalist]
         [--links pantheon-calibrated] [--compete cubic,bbr:first=cubic:restart=1] [--seed 1]
@@ -25,7 +25,7 @@ from ccgym.emulators.links import Link
 from ccgym.envs.scoring import link_duration_ms, run_flows_stepped, score_simulation
 from ccgym.errors import UserError
 from ccgym.policies.lstm_scheme import LstmScheme
-from ccgym.policies.policy_path import with_policy_options
+from ccgym.policies.policy_path import NO_MODE, with_policy_options
 
 
 def run_alone(link: Link, argument: str, seed: int) -> dict[str, float]:
@@ -51,8 +51,10 @@ def main() -> None:
                              "options after it if any (bbr:first=cubic:restart=1)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    variants = [args.policy] + [with_policy_options(args.policy, {"compete": c.strip()})
-                                for c in args.compete.split(",") if c.strip()]
+    # Without the mode: compete=none, as a packaged policy's catalog may give one.
+    variants = [with_policy_options(args.policy, {"compete": NO_MODE})]
+    variants += [with_policy_options(args.policy, {"compete": c.strip()})
+                 for c in args.compete.split(",") if c.strip()]
     links = resolve_links(None, args.links)
     per_link = {link.name: {v: run_alone(link, v, args.seed) for v in variants} for link in links}
     mean = {v: {key: float(np.mean([r[v][key] for r in per_link.values()]))

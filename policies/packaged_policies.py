@@ -33,6 +33,7 @@ class PackagedPolicy:
     summary: str
     config: str  # the training config (configs/train/CONFIG.toml) its runs were trained with
     seeds: tuple[int, ...]  # one seed: that run's policy; several: their ensemble
+    options: str = ""  # KEY=VALUE:... that `lstm:NAME` without options runs with
 
     def file(self, suffix: str) -> Path:
         return FOLDER / f"{self.name}{suffix}"
@@ -67,7 +68,8 @@ class PackagedPolicy:
 def catalog() -> list[PackagedPolicy]:
     """Every packaged policy's entry, in the catalog's order, its files there or not."""
     doc = read_toml(CATALOG_FILE, "catalog of packaged policies")
-    return [PackagedPolicy(name, entry["summary"], entry["config"], tuple(entry["seeds"]))
+    return [PackagedPolicy(name, entry["summary"], entry["config"], tuple(entry["seeds"]),
+                           entry.get("options", ""))
             for name, entry in doc.items()]
 
 

@@ -29,21 +29,48 @@ def without_scheme(argument: str) -> str:
 # catalog's schemes take theirs (`cubic:beta=0.7`), with what each means.
 POLICY_OPTIONS = {
     "compete": "a classic scheme (its name alone, e.g. bbr) run underneath; the flow sends "
-               "under its window while the queue does not drain (a buffer filler beside it)",
+               "under its window while the queue does not drain (a buffer filler beside it); "
+               "none: no competitive mode (a packaged policy's catalog may give one)",
     "first": "a classic scheme (e.g. cubic) that takes over first, before compete='s: the "
              "mode hands over to compete='s when the flow's share of the link stays below 0.3 "
              "for 4 s, and back when it stays above 0.7",
     "restart": "1: compete='s classic starts afresh each time it takes over (0, the default: "
                "it has been fed the flow's ACKs all along)",
 }
+NO_MODE = "none"  # compete=none: the policy alone, whatever its catalog entry gives
 
 
 def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
     """`POLICY[:KEY=VALUE...]` (the text after `lstm:`) -> (POLICY, {KEY: VALUE}). A trailing
     `:part` holding `=` is an option, unless the whole text names a file or folder that exists
     (which comes first, as in resolve_policy_path): a policy's path cannot end in :KEY=VALUE
-    otherwise. UserError for an unknown or repeated key, an empty value, or a compete= or first=
+    otherwise. A packaged policy given without options takes its catalog's; compete=none takes
+    none. UserError for an unknown or repeated key, an empty value, or a compete= or first=
     that names no classic scheme."""
+    text, options = parse_options(argument)
+    if not options:
+        packaged = packaged_options(text)
+        if packaged:
+            text, options = parse_options(f"{text}:{packaged}")
+    if options.get("compete") == NO_MODE:
+        if len(options) > 1:
+            others = ", ".join(f"{key}=" for key in options if key != "compete")
+            raise UserError(f"lstm:{argument}: compete={NO_MODE} takes no {others}")
+        return text, {}
+    return text, options
+
+
+def packaged_options(text: str) -> str:
+    """The catalog's options of the packaged policy `text` names ("" for any other text: a
+    file or folder that exists comes first)."""
+    if Path(text).expanduser().exists() or not packaged_policies.is_name(text):
+        return ""
+    policy = packaged_policies.lookup(text)
+    return policy.options if policy is not None else ""
+
+
+def parse_options(argument: str) -> tuple[str, dict[str, str]]:
+    """split_policy_options without the catalog's options."""
     text = argument.strip()
     options: dict[str, str] = {}
     while not Path(text).expanduser().exists():
@@ -66,7 +93,7 @@ def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
         if key in options and "compete" not in options:
             raise UserError(f"lstm:{argument}: option '{key}' needs compete=SCHEME")
     for key in ("compete", "first"):
-        if key in options:
+        if key in options and not (key == "compete" and options[key] == NO_MODE):
             try:
                 _core.validate_classic_scheme(options[key])
             except ValueError as e:

@@ -10,7 +10,7 @@ same config apart from the seed. Then:
 2. NAME.onnx: `ccgym export` (checked against PyTorch with onnxruntime);
 3. the check figures: `ccgym eval` of the policy on each of CHECK_LINKS, as the card's commands
    say (tests/policies/test_packaged.py runs them again);
-4. NAME.toml: the card. It holds the config, seeds, commit, each run's machine.json (CPU,
+4. NAME.toml: the card. It holds the config, seeds, the catalog's options, commit, each run's machine.json (CPU,
    instruction sets, library versions), the files' sizes and SHA-256, the check figures, and,
    when given, the suite's per-group figures from `ccgym suite --json` (--suite-json: a suite
    that ran the policy as lstm:NAME, e.g. after packaging, then package again with it) and
@@ -99,16 +99,18 @@ def machine_and_commit(run: RunFolder, commit: str | None) -> tuple[dict[str, An
     return machine, found
 
 
-def check_figures(name: str, pt: Path) -> list[dict[str, Any]]:
-    """Each check link's score, from the command the card gives (run here on the staged file)."""
+def check_figures(policy: PackagedPolicy, pt: Path) -> list[dict[str, Any]]:
+    """Each check link's score, from the command the card gives (run here on the staged file,
+    with the catalog's options that lstm:NAME runs with)."""
+    staged = f"{pt}:{policy.options}" if policy.options else str(pt)
     figures = []
     for link in CHECK_LINKS:
         words = ["eval", "--link", link, "--schemes", "lstm:{}", "--duration-s",
                  f"{CHECK_DURATION_S:g}", "--json", "-", "--no-progress"]
-        rows = json.loads(ccgym(*[w.format(pt) for w in words]))
-        score = next(r["score"] for r in rows if r["scheme"] == f"lstm:{pt}")
+        rows = json.loads(ccgym(*[w.format(staged) for w in words]))
+        score = next(r["score"] for r in rows if r["scheme"] == f"lstm:{staged}")
         figures.append({"link": link, "score": round(float(score), 4),
-                        "command": shlex.join(["ccgym", *[w.format(name) for w in words]])})
+                        "command": shlex.join(["ccgym", *[w.format(policy.name) for w in words]])})
     return figures
 
 
@@ -208,7 +210,7 @@ def package(args: argparse.Namespace) -> Path:
             ccgym("ensemble", *[str(run.path) for run, _ in runs], "-o", str(pt))
             made = f"`ccgym ensemble` of the {len(runs)} runs' policy.pt"
         ccgym("export", str(pt), "-o", str(onnx))
-        checks = check_figures(policy.name, pt)
+        checks = check_figures(policy, pt)
         groups, suite_command = (suite_figures(Path(args.suite_json), policy.name)
                                  if args.suite_json else ([], ""))
         config = runs[0][1]
@@ -216,6 +218,7 @@ def package(args: argparse.Namespace) -> Path:
             "name": policy.name, "summary": policy.summary, "made": made,
             "headline": headline(checks, groups),
             "config": policy.config, "seeds": sorted(c.run.seed for _, c in runs),
+            **({"options": policy.options} if policy.options else {}),
             "commit": commits[0] if len(commits) == 1 else commits,
             "packaged": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": shlex.join(["python", "scripts/package_policies.py", *sys.argv[1:]]),

@@ -15,6 +15,7 @@ from ccgym.emulators.stepping import Slot
 from ccgym.envs.scoring import run_flows_stepped
 from ccgym.errors import UserError
 from ccgym.policies.lstm_scheme import LstmScheme
+from ccgym.policies import packaged_policies
 from ccgym.policies.policy_path import split_policy_options, with_policy_options
 
 # A buffer of 4 pipes (80 datagrams) that fixed:200 keeps full; alone, a constant link.
@@ -38,6 +39,22 @@ def test_a_path_that_exists_is_taken_whole(tmp_path) -> None:
     assert split_policy_options(str(odd)) == (str(odd), {})
 
 
+def test_the_packaged_generalist_runs_in_its_mode_unless_told_otherwise(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    default = packaged_policies.find("generalist").options
+    assert default == "compete=bbr:first=cubic:restart=1"
+    assert split_policy_options("generalist") == (
+        "generalist", {"compete": "bbr", "first": "cubic", "restart": "1"})
+    # Options given replace the catalog's; compete=none runs the policy alone.
+    assert split_policy_options("generalist:compete=cubic") == ("generalist", {"compete": "cubic"})
+    assert split_policy_options("generalist:compete=none") == ("generalist", {})
+    assert split_policy_options("cellular") == ("cellular", {})  # its entry gives none
+    # A folder named generalist is that folder, not the packaged policy: no options.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "generalist").mkdir()
+    assert split_policy_options("generalist") == ("generalist", {})
+
+
 @pytest.mark.parametrize(("argument", "problem"), [
     ("generalist:speed=2", "unknown option 'speed' (valid: compete, first, restart)"),
     ("generalist:compete=nosuch", "unknown scheme 'nosuch'"),
@@ -48,6 +65,8 @@ def test_a_path_that_exists_is_taken_whole(tmp_path) -> None:
     ("generalist:restart=1", "'restart' needs compete=SCHEME"),
     ("generalist:first=cubic", "'first' needs compete=SCHEME"),
     ("generalist:compete=bbr:first=nosuch", "first=nosuch: unknown scheme 'nosuch'"),
+    ("generalist:compete=none:restart=1", "compete=none takes no restart="),
+    ("generalist:first=cubic:compete=none", "compete=none takes no first="),
 ])
 def test_a_bad_option_is_refused(argument: str, problem: str) -> None:
     with pytest.raises(UserError, match=re.escape(problem)):
@@ -84,10 +103,11 @@ def test_the_mode_switches_on_beside_a_buffer_filler_and_not_alone() -> None:
     assert competing_fraction("generalist:compete=cubic", [], 15000) == 0
 
 
-def test_without_the_option_the_flow_has_no_mode() -> None:
+@pytest.mark.parametrize("scheme", ["generalist:compete=none", "cellular"])
+def test_without_the_option_the_flow_has_no_mode(scheme: str) -> None:
     sim = _core.Simulator(DEEP, [(_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
     slot = Slot(sim, 0, link_from_spec(DEEP), 1)
-    LstmScheme("generalist").reset([slot])
+    LstmScheme(scheme).reset([slot])
     sim.take_action(_core.HOLD_ACTION, 0)
     mode = sim.competitive_mode(0)
     assert (mode["competing"], mode["decisions"], mode["competing_decisions"]) == (False, 0, 0)

@@ -31,14 +31,17 @@ SCORE_TOLERANCE = 0.01  # the card's figures, run again here (the issue's bound)
 MAX_BYTES = 1_000_000  # each shipped file
 
 
-def eval_score(command: str, name: str, file: Path, capsys: pytest.CaptureFixture) -> float:
-    """The score that a card's `ccgym eval ... --json -` command gives, run with lstm:FILE in
-    place of lstm:NAME (the card's names the packaged file; FILE may be a staged one)."""
-    words = [w.replace(f"lstm:{name}", f"lstm:{file}") for w in shlex.split(command)[1:]]
+def eval_score(command: str, policy: PackagedPolicy, file: Path,
+               capsys: pytest.CaptureFixture) -> float:
+    """The score that a card's `ccgym eval ... --json -` command gives, run with lstm:FILE and
+    the catalog's options in place of lstm:NAME (the card's names the packaged file; FILE may
+    be a staged one)."""
+    staged = f"lstm:{file}:{policy.options}" if policy.options else f"lstm:{file}"
+    words = [staged if w == f"lstm:{policy.name}" else w for w in shlex.split(command)[1:]]
     capsys.readouterr()
     assert main(words) == 0
     rows = json.loads(capsys.readouterr().out)
-    return next(r["score"] for r in rows if r["scheme"] == f"lstm:{file}")
+    return next(r["score"] for r in rows if r["scheme"] == staged)
 
 
 def check_packaged(policy: PackagedPolicy, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -55,7 +58,7 @@ def check_packaged(policy: PackagedPolicy, tmp_path: Path, capsys: pytest.Captur
     assert len(card["check"]) >= 2
     for figure in card["check"]:
         for file in (policy.pt, policy.onnx):
-            score = eval_score(figure["command"], policy.name, file, capsys)
+            score = eval_score(figure["command"], policy, file, capsys)
             assert abs(score - figure["score"]) <= SCORE_TOLERANCE, (figure, file)
 
 
@@ -152,9 +155,12 @@ def test_policies_lists_each_with_one_line_and_its_headline(
                                                    "lstm:quick"]
     assert "score -1.50 here" in lines[1]
     assert "not packaged yet" in lines[0] and "not packaged yet" in lines[2]
+    assert lines[0].endswith("(runs as lstm:generalist:compete=bbr:first=cubic:restart=1)")
+    assert "runs as" not in lines[1]
     assert main(["policies", "--json"]) == 0
     entries = json.loads(capsys.readouterr().out)
     assert [e["present"] for e in entries] == [False, True, False]
+    assert [e["options"] for e in entries] == ["compete=bbr:first=cubic:restart=1", "", ""]
     assert entries[1]["onnx"] == str(packaged_folder / "cellular.onnx")
     assert main(["policies", "cellular"]) == 0
     assert 'headline = "score -1.50 here"' in capsys.readouterr().out
