@@ -10,13 +10,14 @@ same config apart from the seed. Then:
 2. NAME.onnx: `ccgym export` (checked against PyTorch with onnxruntime);
 3. the check figures: `ccgym eval` of the policy on each of CHECK_LINKS, as the card's commands
    say (tests/policies/test_packaged.py runs them again);
-4. NAME.toml: the card. It holds the config, seeds, the catalog's options, commit, each run's machine.json (CPU,
-   instruction sets, library versions), the files' sizes and SHA-256, the check figures, and,
-   when given, the suite's per-group figures from `ccgym suite --json` (--suite-json: a suite
-   that ran the policy as lstm:NAME, e.g. after packaging, then package again with it) and
-   further figures (--figures: a TOML file of [[figures]] what, value, command, e.g. the
-   shared-link benchmarks' figures). Its headline (what `ccgym policies` shows): the suite's
-   mean margin over the best baseline when the suite is given, else the check scores.
+4. NAME.toml: the card. It holds the config, seeds, the catalog's options, commit, each
+   run's machine.json (CPU, instruction sets, library versions), the files' sizes and SHA-256,
+   the check figures, and, when given, the suite's per-group figures from `ccgym suite --json`
+   (--suite-json: a suite that ran the policy as lstm:NAME, e.g. after packaging, then package
+   again with it) and further figures (--figures: a TOML file of [[figures]] what, value,
+   command, e.g. the shared-link benchmarks' figures). Its headline (what `ccgym policies`
+   shows): the suite's mean margin over the best baseline when the suite is given, else the
+   check scores.
 The three files are written together at the end: a failure leaves the folder as it was.
 
 The commit is each run's machine.json "commit" when it has one (`ccgym train` writes it from
