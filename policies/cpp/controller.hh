@@ -192,6 +192,10 @@ class ExternalWindow final : public Controller {
   // before it has.
   double left_mode_at_ms() const { return left_mode_at_ms_; }
   void set_left_mode_at_ms(double ack_ms) { left_mode_at_ms_ = ack_ms; }
+  // Whether the flow has left the mode on its share (CompeteRule::share_ceiling: nothing
+  // filled the buffer), after which it enters again only when starved.
+  bool held_link() const { return held_link_; }
+  void set_held_link() { held_link_ = true; }
   // Decisions taken (update_competitive_mode calls) in all and in competitive mode.
   uint64_t decisions() const { return decisions_; }
   uint64_t competing_decisions() const { return competing_decisions_; }
@@ -222,6 +226,7 @@ class ExternalWindow final : public Controller {
   double classic_ceiling_ = std::numeric_limits<double>::infinity();
   double mode_change_asked_ms_ = std::numeric_limits<double>::quiet_NaN();
   double left_mode_at_ms_ = -std::numeric_limits<double>::infinity();
+  bool held_link_ = false;
   uint64_t decisions_ = 0;
   uint64_t competing_decisions_ = 0;
 };

@@ -63,7 +63,11 @@ struct CompeteRule {
   // outside [enter_share_low, enter_share_high]: starved, or holding most of the link beside a
   // filler (the generalist takes 0.9 beside cubic on half a BDP). A flow between them shares
   // already, as learned flows beside each other do, whose start-up queues otherwise read to
-  // each other as a filler's. No share yet (no packet pairs) lets the queue decide.
+  // each other as a filler's. No share yet (no packet pairs) lets the queue decide. Once the
+  // flow has left the mode on its share (share_ceiling: nothing filled the buffer), only a
+  // starved one enters, and not as a re-entry: alone on att-lte-driving, whose own queue
+  // stands, the flow held the whole link, left and came back within 2 RTTs, in the mode for
+  // 53% of its decisions.
   double enter_share_low = 0.25;
   double enter_share_high = 0.75;
   // The classic's window is held to this many of the link's BDPs (ShareMeter's rate x the
@@ -138,10 +142,12 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
       window.set_switch_asked_ms(std::numeric_limits<double>::quiet_NaN());
     }
   }
+  if (won) window.set_held_link();
   const bool just_left = v.last_ack_ms - window.left_mode_at_ms() < rule.reenter_within_ms;
-  const bool shares_already = share >= rule.enter_share_low && share <= rule.enter_share_high;
+  const bool may_enter_afresh = std::isnan(share) || share < rule.enter_share_low ||
+                                (share > rule.enter_share_high && !window.held_link());
   const bool standing =
-      queue_stands && !won && (window.competing() || just_left || !shares_already);
+      queue_stands && !won && (window.competing() || just_left || may_enter_afresh);
   if (standing == window.competing() || v.last_ack_ms <= 0) {
     window.set_mode_change_asked_ms(std::numeric_limits<double>::quiet_NaN());
   } else {
@@ -159,7 +165,9 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
       const double classic_window = window.window_size();
       window.set_competing(standing, just_left);
       if (!standing) {
-        window.set_left_mode_at_ms(v.last_ack_ms);
+        // Left on its share: no quick re-entry (reenter_within_ms is for a drained queue).
+        window.set_left_mode_at_ms(won ? -std::numeric_limits<double>::infinity()
+                                       : v.last_ack_ms);
         window.set_window(std::clamp(std::min(classic_window, features.pipe_packets()),
                                      kMinWindow, kMaxWindow));
       }

@@ -209,6 +209,7 @@ TEST(CompetitiveMode, HandsOverToBbrOnlyWhereTheFirstClassicIsStarved) {
 struct Stepped {
   double competing_fraction = 0;
   double most_competing_window = 0;
+  int entries = 0;
 };
 
 Stepped stepped(const char* link, const std::vector<std::string>& others, double window_mid,
@@ -226,8 +227,10 @@ Stepped stepped(const char* link, const std::vector<std::string>& others, double
   Stepped out;
   int step = 0;
   for (double t = 0; t < until_ms; t += kStepMs, ++step) {
-    if (!window.competing()) window.set_window(window_mid + (step % 20 < 10 ? -2 : 2));
+    const bool was = window.competing();
+    if (!was) window.set_window(window_mid + (step % 20 < 10 ? -2 : 2));
     update_competitive_mode(sim.sender(0).features(), window, rule);
+    if (!was && window.competing()) ++out.entries;
     if (window.competing()) {
       out.most_competing_window = std::max(out.most_competing_window, window.window_size());
     }
@@ -247,6 +250,18 @@ TEST(CompetitiveMode, AFlowThatAlreadySharesStaysOut) {
   no_share_asked.enter_share_low = std::numeric_limits<double>::infinity();
   EXPECT_GT(stepped(kDeepLink, {"fixed:100"}, 100, no_share_asked, 15000).competing_fraction,
             0.5);
+}
+
+TEST(CompetitiveMode, AloneAFlowThatLeftOnItsShareEntersOnlyWhenStarved) {
+  // Alone with a window of 200 for a pipe of 80: its own queue stands, its share is the
+  // whole link, so it enters; under cubic it holds the link and leaves on its share (4 s),
+  // and stays out though its queue stands again.
+  const Stepped alone = stepped(kDeepLink, {}, 200, CompeteRule{}, 30000);
+  EXPECT_EQ(alone.entries, 1);
+  EXPECT_LT(alone.competing_fraction, 0.3);
+  // Beside a buffer filler that starves it, it enters all the same.
+  const Stepped starved = stepped(kDeepLink, {"fixed:300"}, 4, CompeteRule{}, 15000);
+  EXPECT_GT(starved.competing_fraction, 0.3);
 }
 
 TEST(CompetitiveMode, TheClassicIsHeldToFourPipesInABufferWithoutBound) {
