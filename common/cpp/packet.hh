@@ -10,6 +10,11 @@ inline constexpr uint32_t kAckPacketBytes = 64;
 // One delivery opportunity carries this many bytes (mahimahi's MTU accounting).
 inline constexpr uint32_t kOpportunityBytes = 1500;
 
+// Data packets per millisecond <-> Mbit/s.
+inline constexpr double kMbpsPerPacketPerMs = kDataPacketBytes * 8.0 / 1000;
+inline double packets_per_ms_to_mbps(double rate) { return rate * kMbpsPerPacketPerMs; }
+inline double mbps_to_packets_per_ms(double mbps) { return mbps / kMbpsPerPacketPerMs; }
+
 struct Packet {
   uint64_t seq = 0;
   uint32_t flow = 0;

@@ -97,19 +97,17 @@ inline void update_competitive_mode(const Features& features, ExternalWindow& wi
   double classic_ceiling = growth_ceiling(features.flight_packets(), true);
   const double capacity_mbps = window.share_meter().capacity_mbps();
   if (!std::isnan(capacity_mbps)) {
-    const double link_bdp_packets = capacity_mbps * 1000.0 / (kDataPacketBytes * 8.0) *
-                                    v.min_rtt_ms;
+    const double link_bdp_packets = mbps_to_packets_per_ms(capacity_mbps) * v.min_rtt_ms;
     classic_ceiling = std::min(classic_ceiling,
                                std::max(kMinWindow, rule.classic_window_bdps * link_bdp_packets));
   }
   window.set_classic_ceiling(classic_ceiling);
-  const bool own_queue = features.flight_packets() - features.pipe_packets() >
-                         rule.queue_above_packets;
+  const double own_queued_packets = features.flight_packets() - features.pipe_packets();
+  const bool own_queue = own_queued_packets > rule.queue_above_packets;
   const double share = window.share_meter().share();
   // NaN before the first packet pairs: then only the flow's own datagrams count.
-  const double own_queue_ms = std::max(features.flight_packets() - features.pipe_packets(), 1.0) *
-                              kDataPacketBytes * 8.0 / 1000.0 /
-                              window.share_meter().capacity_mbps();
+  const double own_queue_ms =
+      std::max(own_queued_packets, 1.0) / mbps_to_packets_per_ms(capacity_mbps);
   const bool foreign_queue = v.delay_ewma_ms > rule.foreign_queue_ratio * own_queue_ms;
   const bool queue_stands = v.standing_queue > rule.standing_above &&
                             v.delay_ewma_ms > rule.queue_above_min_rtt * v.min_rtt_ms &&

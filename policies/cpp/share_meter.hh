@@ -60,7 +60,7 @@ class ShareMeter {
       if (pairs_ >= kMinPairs) {
         // All in one millisecond's burst: no rate to read.
         if (gap_sum_ms_ > 0) {
-          capacity_mbps_ = kBitsPerPacket / 1000.0 * static_cast<double>(pairs_) / gap_sum_ms_;
+          capacity_mbps_ = packets_per_ms_to_mbps(static_cast<double>(pairs_) / gap_sum_ms_);
         }
         pairs_ = 0;
         gap_sum_ms_ = 0;
@@ -68,7 +68,7 @@ class ShareMeter {
       const double capacity = capacity_mbps();
       share_ = std::isnan(capacity)
                    ? std::numeric_limits<double>::quiet_NaN()
-                   : interval_packets_ * kBitsPerPacket / 1000.0 / elapsed_ms / capacity;
+                   : packets_per_ms_to_mbps(interval_packets_ / elapsed_ms) / capacity;
       interval_start_ms_ = ack_ms;
       interval_packets_ = 0;
     }
@@ -79,7 +79,6 @@ class ShareMeter {
   double share() const { return share_; }
 
  private:
-  static constexpr double kBitsPerPacket = kDataPacketBytes * 8.0;
   std::size_t pairs_ = 0;
   double gap_sum_ms_ = 0;
   bool have_previous_ = false;

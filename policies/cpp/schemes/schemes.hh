@@ -82,11 +82,6 @@ inline double clamp_window(double window) {
 // A floor on RTTs used as divisors: a zero-delay test link would divide by 0.
 inline constexpr double kMinDivisorRttMs = 0.01;
 
-// Packets (of kPacketBytes) per millisecond <-> Mbit/s.
-inline constexpr double kMbpsPerPacketPerMs = kPacketBytes * 8 / 1000;
-inline double packets_per_ms_to_mbps(double rate) { return rate * kMbpsPerPacketPerMs; }
-inline double mbps_to_packets_per_ms(double mbps) { return mbps / kMbpsPerPacketPerMs; }
-
 // RFC 6298's smoothed RTT and variation, plus the minimum ever seen. All in ms.
 class RttEstimator {
  public:
