@@ -87,6 +87,14 @@ def lookup(name: str) -> PackagedPolicy | None:
     return next((policy for policy in catalog() if policy.name == name), None)
 
 
+def named(text: str) -> PackagedPolicy | None:
+    """The packaged policy that a policy argument names, or None: a file or folder of that
+    name comes first (`lstm:quick` in a folder holding ./quick is that folder)."""
+    if not is_name(text) or Path(text).expanduser().exists():
+        return None
+    return lookup(text)
+
+
 def find(name: str, what: str = "lstm:") -> PackagedPolicy:
     """The catalog's entry NAME; UserError naming the packaged policies if there is none."""
     policy = lookup(name)

@@ -48,25 +48,15 @@ def split_policy_options(argument: str) -> tuple[str, dict[str, str]]:
     none. UserError for an unknown or repeated key, an empty value, or a compete= or first=
     that names no classic scheme."""
     text, options = parse_options(argument)
-    if not options:
-        packaged = packaged_options(text)
-        if packaged:
-            text, options = parse_options(f"{text}:{packaged}")
+    packaged = packaged_policies.named(text) if not options else None
+    if packaged is not None and packaged.options:
+        text, options = parse_options(f"{text}:{packaged.options}")
     if options.get("compete") == NO_MODE:
         if len(options) > 1:
             others = ", ".join(f"{key}=" for key in options if key != "compete")
             raise UserError(f"lstm:{argument}: compete={NO_MODE} takes no {others}")
         return text, {}
     return text, options
-
-
-def packaged_options(text: str) -> str:
-    """The catalog's options of the packaged policy `text` names ("" for any other text: a
-    file or folder that exists comes first)."""
-    if Path(text).expanduser().exists() or not packaged_policies.is_name(text):
-        return ""
-    policy = packaged_policies.lookup(text)
-    return policy.options if policy is not None else ""
 
 
 def parse_options(argument: str) -> tuple[str, dict[str, str]]:
@@ -123,11 +113,11 @@ def resolve_policy_path(argument: str | os.PathLike, what: str = "lstm:") -> Pat
     problem = name_problem(path)
     if problem:
         raise UserError(f"{what}{problem}")
+    policy = packaged_policies.named(text)
+    if policy is not None:
+        policy.require(what)
+        return policy.pt
     if not path.exists() and packaged_policies.is_name(text):
-        policy = packaged_policies.lookup(text)
-        if policy is not None:
-            policy.require(what)
-            return policy.pt
         run = newest_run(path)
         if run is None:
             raise packaged_policies.unknown(text, what)
