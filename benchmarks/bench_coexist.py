@@ -4,10 +4,10 @@ Parts (--only; the kernel part only when asked):
   pair    In the simulator, one competitor flow (--competitors: cubic, bbr) starts first,
           the policy --stagger-s (5 s) after it, on each link of `shared-bottleneck` (24
           Mbit/s 20 ms DropTail 1 and 4 BDPs, 12 Mbit/s 40 ms 2 BDPs, 48 Mbit/s 10 ms 0.5
-          BDP): the policy's share of the bytes delivered while both send, from the later start plus
-          a 5 s ramp (measure.metrics.overlap_shares), goal 0.40-0.60; beside cubic, the harm
-          it does to that cubic flow against what a second cubic flow does (Ware et al.:
-          analysis/coexist.py), goal no worse than cubic's (harm <= 0.05).
+          BDP): the policy's share of the bytes delivered while both send, from the later
+          start plus a 5 s ramp (measure.metrics.overlap_shares), goal 0.40-0.60; beside
+          cubic, the harm it does to that cubic flow against what a second cubic flow does
+          (Ware et al.: analysis/coexist.py), goal no worse than cubic's (harm <= 0.05).
   three   Three flows of the policy on one link, starting at 0, 1/6 and 1/3 of the run
           (0, 10, 20 s of 60) and stopping in reverse order at 2/3 and 5/6 (40 and 50 s;
           the first runs to the end), on a constant link (24 Mbit/s 20 ms, DropTail 1 BDP),
@@ -218,7 +218,7 @@ def kernel_figures(schemes: Sequence[str], policies: Sequence[str],
              if link.name in KERNEL_LINKS]
     figures = []
     for link in links:
-        for competitor in args.competitors:
+        for competitor in COMPETITORS:
             figure = Figure("kernel", f"{link.name} vs kernel:{competitor}", "share_overlap",
                             f">= {KERNEL_SHARE_GOAL}", between(KERNEL_SHARE_GOAL))
             for scheme in schemes:
