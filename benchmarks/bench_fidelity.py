@@ -11,7 +11,8 @@ delivered while both send, after a 5 s ramp (measure.metrics.overlap_shares, as 
 --against` and `ccgym run --against kernel:...` give it); of three flows or more, Jain's index
 of those shares. Per case and part: the figures, their mean, standard deviation
 (population) and min/max. Each real run gives its one-minute load average (real time suffers
-on a loaded machine), when its last flow did start (ms after the first) and the longest time
+on a loaded machine), when each flow did start (ms after the first; 0: it reached the link
+first, and flows started together are launched in an order drawn per run) and the longest time
 the link delivered nothing (a host stall: the emulating process or the senders held up; a
 packet time on a busy link where none did). The simulated links have the simulator's
 shared-link ACK timing noise (simulator.hh); --sim-keys adds spec keys there only
@@ -204,19 +205,19 @@ def longest_delivery_gap_ms(columns: dict[str, np.ndarray], duration_ms: float) 
 
 def real_runs(case: Case, runs: int, run_once: Any) -> dict[str, Any]:
     """run_once(seed, folder) -> a real run of the case's flows, `runs` times: the case's
-    figure per run, with the load, where the last flow did start and the longest time the
-    link delivered nothing (a host stall)."""
+    figure per run, with the load, where each flow did start and the longest time the link
+    delivered nothing (a host stall)."""
     shares, loads, starts, gaps = [], [], [], []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
             real = run_once(1 + i, Path(tmp))
         shares.append(figure(real.log, real.duration_ms, len(case.schemes)))
         loads.append(round(os.getloadavg()[0], 2))
-        # Where the last flow did start (a process launched on a busy machine starts late):
-        # on deep buffers a head start of a few hundred ms shifts the split.
-        starts.append(round(flow_starts_ms(real.log.columns())[-1], 1))
+        # Where each flow did start (a process launched on a busy machine starts late): which
+        # flow leads, and by how much, shifts the split of a pair.
+        starts.append([round(t, 1) for t in flow_starts_ms(real.log.columns())])
         gaps.append(round(longest_delivery_gap_ms(real.log.columns(), real.duration_ms), 1))
-    return {**spread(shares), "load_average_1min": loads, "second_start_ms": starts,
+    return {**spread(shares), "load_average_1min": loads, "flow_starts_ms": starts,
             "longest_delivery_gap_ms": gaps}
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ccgym.deploy.harness import (DRAIN_S, STARTUP_TIMEOUT_S, Process, RealRun, _sender_args,
-                                  find_program, processes)
+                                  find_program, launch_order, processes)
 from ccgym.deploy.tcp_bulk import available_congestion_controls
 from ccgym.emulators import _core
 from ccgym.envs.scoring import Run
@@ -191,7 +191,8 @@ def run_in_shell(link_spec: str, schemes: Sequence[str], duration_s: float, seed
                 running.append(receiver)
                 ports.append(receiver.listening_port())
         start = time.monotonic()
-        for i, scheme in enumerate(schemes):
+        for i in launch_order([i * interval_s for i in range(len(schemes))], seed):
+            scheme = schemes[i]
             delay = start + i * interval_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
