@@ -38,10 +38,7 @@ std::vector<double> start_times_ms(const std::vector<FlowSpec>& flows, uint64_t 
 }  // namespace
 
 double shared_ack_jitter_ms(const LinkSpec& link) {
-  const double rate_mbps = mean_rate_mbps(link.data);
-  if (!(rate_mbps > 0)) return 0;  // an unlimited link has no delivery grid to phase-lock to
-  const double packet_ms = kOpportunityBytes * 8 / 1000.0 / rate_mbps;
-  return std::min(kSharedAckJitterPackets * packet_ms, kSharedAckJitterMaxMs);
+  return mean_rate_mbps(link.data) > 0 ? kSharedAckJitterMs : 0;
 }
 
 uint64_t derive_seed(uint64_t seed, uint64_t part) { return seed * 0x9E3779B97F4A7C15ull + part; }

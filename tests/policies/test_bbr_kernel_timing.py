@@ -27,8 +27,9 @@ def sent_right_behind(scheme: str) -> float:
 def test_bbr_sends_its_quantum_back_to_back() -> None:
     # At 12 Mbit/s a millisecond is one packet, so the quantum is the kernel's least TSO
     # burst, two: every paced send is a pair (kernel bbr sends 98% of its packets in pairs
-    # there), less the sends the window lets out one at a time.
-    assert 0.3 < sent_right_behind("bbr") <= 0.5
+    # there), less the sends the window lets out one at a time, plus the few that catch up
+    # after a host stall (more than two at once).
+    assert 0.3 < sent_right_behind("bbr") < 0.55
     assert sent_right_behind("bbr:quantum_ms=0") == 0
 
 
@@ -43,16 +44,15 @@ def test_probe_rtt_leaves_the_estimate_at_a_short_rtt() -> None:
     assert mbps > 0.6 * 48, mbps
 
 
-def test_cubic_keeps_more_of_a_slow_path_beside_bbr() -> None:
+def test_cubic_keeps_a_third_of_a_slow_path_beside_bbr() -> None:
     # 12 Mbit/s, 40 ms, a 1-BDP DropTail buffer (80 packets), both from 0 for 20 s: kernel
-    # cubic keeps 0.22-0.35 of the link beside kernel bbr (5 runs each at two loads). bbr's
-    # pairs take more of the drops at a full queue (the second of a pair finds it full), as
-    # the kernel's do: cubic keeps 0.122 on average over these seeds, where bbr sent packet by
-    # packet left it 0.102.
+    # cubic keeps 0.31-0.37 of the link beside kernel bbr on a quiet host (6 runs). Who takes
+    # a full queue's drops is a phase effect: with the ACK noise of two packet times (2 ms
+    # here) cubic kept 0.13-0.17 on average over these seeds; with the hosts' 0.5 ms, 0.36.
     shares = []
     for seed in range(1, 9):
         sim = _core.Simulator("rate_mbps=12,delay_ms=40,queue=droptail:packets=80",
-                              [("bbr", 0.0, -1.0), ("cubic", 0.0, -1.0)], seed)
+                              [("bbr", 0.0, -1.0), ("cubic:hystart=1", 0.0, -1.0)], seed)
         sim.run_until(20_000)
         shares.append(overlap_shares(sim.log(), 20_000)[1])
-    assert np.mean(shares) > 0.115, shares
+    assert 0.29 < np.mean(shares) < 0.42, shares
