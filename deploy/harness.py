@@ -249,8 +249,9 @@ def _link_origin_ms(stderr: str) -> float:
 def launch_order(starts_s: Sequence[float], seed: int) -> list[int]:
     """Flow indices in the order to launch their senders: by start time, and flows due at the
     same instant in an order drawn from the seed. Launching a process takes milliseconds, so
-    a fixed order would give the first flow the link first in every run, and with it the
-    larger share of a pair that starts together (cubic beside cubic: 0.6 against 0.4)."""
+    the flow launched first mostly reaches the link first (98 of 112 kernel runs), and with it
+    the larger share of a pair that starts together: in a fixed order, the second of two kernel
+    cubic flows kept 0.39."""
     draw = random.Random(seed)
     ties = [draw.random() for _ in starts_s]
     return sorted(range(len(starts_s)), key=lambda i: (starts_s[i], ties[i]))
