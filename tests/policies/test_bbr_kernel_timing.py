@@ -27,8 +27,7 @@ def sent_right_behind(scheme: str) -> float:
 def test_bbr_sends_its_quantum_back_to_back() -> None:
     # At 12 Mbit/s a millisecond is one packet, so the quantum is the kernel's least TSO
     # burst, two: every paced send is a pair (kernel bbr sends 98% of its packets in pairs
-    # there), less the sends the window lets out one at a time, plus the few that catch up
-    # after a host stall (more than two at once).
+    # there), less the sends the window lets out one at a time.
     assert 0.3 < sent_right_behind("bbr") < 0.55
     assert sent_right_behind("bbr:quantum_ms=0") == 0
 

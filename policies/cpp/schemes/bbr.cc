@@ -523,10 +523,10 @@ SchemeEntry bbr_scheme() {
              at_least(0)},
             {"pacing_margin", 0.01, "pace this fraction below gain x btlbw (Linux: 1%)",
              in_closed(0, 0.5)},
-            {"host_stalls_per_s", 5,
-             "the host's stalls in taking ACKs in, per second (a Poisson process; 0: none; "
-             "with host_stall_ms 2, 5: kernel bbr through the link shell on a quiet host, 40: "
-             "on one with a load of 13-17 on 2 cores)",
+            {"host_stalls_per_s", 0,
+             "the host's stalls in taking ACKs in, per second (a Poisson process; 0: none, as "
+             "kernel bbr through the link shell on a quiet host; with host_stall_ms 2, 40: on "
+             "one with a load of 13-17 on 2 cores)",
              in_closed(0, 1000)},
             {"host_stall_ms", 2, "a stall's mean length (exponential)", in_closed(0, 100)},
             {"recovery", 1,
