@@ -715,6 +715,19 @@ TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
   EXPECT_EQ(path.invalid_outputs(), 0u);
 }
 
+// tcp_bbr.c paces its first rounds at the high gain x the initial window per RTT (the
+// handshake's RTT): a first delivery-rate sample of a packet per round trip must not hold
+// the second round back, as it did when the first sample set the rate.
+TEST(SchemeBbr, TheFirstRttSetsThePacingRate) {
+  auto cc = make_controller("bbr");
+  FakePath path(*cc, FakeLinkConfig{});
+  path.run_until(42);  // the first two ACKs: 40 ms each way and a packet time each
+  EXPECT_GT(cc->pacing_rate_mbps(), 2.885 * 10 * 12 / 42 * 0.99);
+  path.run_until(80);  // the window of 20 goes out within the second round trip
+  EXPECT_GE(path.sent(), 30u);
+  EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
 // A host that now and then stalls in taking ACKs in hands bbr's rate samples batches of ACKs
 // that came over a stall, its windowed maximum climbs above the link's rate, and pacing above
 // the rate builds a queue up to the window (as kernel bbr keeps on a busy host).

@@ -23,7 +23,8 @@
 // Each paced send is such a quantum, back to back (send_quantum_packets), as the kernel
 // sends one TSO/GSO skb per pacing slot: through the link shell kernel bbr sends 98% of
 // its packets in pairs at 12 Mbit/s and 85% in threes and fours at 48 (docs/results.md).
-// The pacing rate is pacing_margin below the gain x btlbw, as the kernel's.
+// The pacing rate is pacing_margin below the gain x btlbw, as the kernel's; until the first
+// RTT (the kernel's handshake gives it before any data) bbr is window-limited only.
 // PROBE_RTT marks the flow application-limited, as tcp_bbr.c does: its low samples do
 // not enter the max filter. Simplified: no other app-limited marking (a bulk sender
 // never runs out of data), no idle restart; timeouts change nothing; the sender does
@@ -121,6 +122,13 @@ class Bbr final : public Controller {
 
     const double rtt_ms = ack_ms - send_ms;
     rtt_.add(rtt_ms);
+    // tcp_bbr.c's bbr_init_pacing_rate_from_rtt: the first RTT sets the pacing rate to the
+    // high gain x the initial window per RTT. Startup then only raises it, so the first
+    // delivery-rate samples (a packet or two over a round trip) cannot slow the next round.
+    if (!have_rtprop_ && rtt_ms > 0) {
+      pacing_rate_ = std::max(
+          pacing_rate_, kHighGain * kInitialWindow / rtt_ms * (1 - headroom_.pacing_margin));
+    }
     const bool rtprop_expired = have_rtprop_ && ack_ms > rtprop_stamp_ms_ + kRtpropWindowMs;
     if (rtt_ms >= 0 && (!have_rtprop_ || rtt_ms <= rtprop_ms_ || rtprop_expired)) {
       rtprop_ms_ = rtt_ms;
@@ -447,7 +455,7 @@ class Bbr final : public Controller {
   double pacing_gain_ = kHighGain;
   double cwnd_gain_now_ = kHighGain;
   double cwnd_ = kInitialWindow;
-  double pacing_rate_ = 0;  // packets per ms; 0 until the first sample: window-limited only
+  double pacing_rate_ = 0;  // packets per ms; 0 until the first RTT: window-limited only
   double now_ms_ = 0;       // sender clock: the latest ACK or timeout
   RttEstimator rtt_;        // for the timeout only: BBR's own model is rtprop
 
