@@ -721,7 +721,7 @@ TEST(SchemeBbr, PacingRateConvergesToTheBottleneckRate) {
 TEST(SchemeBbr, TheFirstRttSetsThePacingRate) {
   auto cc = make_controller("bbr");
   FakePath path(*cc, FakeLinkConfig{});
-  path.run_until(42);  // the first two ACKs: 40 ms each way and a packet time each
+  path.run_until(42);  // the first two ACKs: 20 ms each way and a packet time each
   EXPECT_GT(cc->pacing_rate_mbps(), 2.885 * 10 * 12 / 42 * 0.99);
   path.run_until(80);  // the window of 20 goes out within the second round trip
   EXPECT_GE(path.sent(), 30u);
