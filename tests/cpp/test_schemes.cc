@@ -17,6 +17,7 @@
 
 #include "policies/cpp/controller.hh"
 #include "policies/cpp/schemes/schemes.hh"
+#include "policies/cpp/schemes/windowed_max.hh"
 
 namespace ccgym {
 namespace {
@@ -526,6 +527,48 @@ TEST(SchemeCubic, SlowStartDoublesPerRttThenLossMultipliesByBeta) {
   EXPECT_GT(cc->window_size(), 170 * 0.7);
   cc->on_timeout(t + 2300);  // then the timeout: slow start again from one packet
   EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+// Slow start in rounds of a whole window sent at once, its ACKs spaced spacing_ms apart from
+// 40 ms on: the ACK train of a window queued back to back at the bottleneck.
+double slow_start_rounds(Controller& cc, Driver& d, double& t, int rounds, double spacing_ms) {
+  for (int r = 0; r < rounds; ++r) {
+    const int n = static_cast<int>(cc.window_size());
+    const uint64_t s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 40 + (n - 1) * spacing_ms);
+    t += 40 + n * spacing_ms;
+  }
+  return cc.window_size();
+}
+
+TEST(SchemeCubic, HystartsAckTrainEndsSlowStartWhenARoundsAcksSpanHalfTheMinimumRtt) {
+  auto run = [](const std::string& scheme, double spacing_ms) {
+    auto cc = make_controller(scheme);
+    Driver d(*cc);
+    double t = 0;
+    return slow_start_rounds(*cc, d, t, 4, spacing_ms);
+  };
+  // 10 -> 20 -> 40 -> 80; in the fourth round the 43rd ACK comes 21 ms after the first, past
+  // (40 + 1) / 2: slow start ends at 80 + 42 = 122, as Linux's CUBIC left it at 122-123
+  // alone on 24 Mbit/s, 20 ms (ss, two runs).
+  const double train = run("cubic:hystart=2", 0.5);
+  EXPECT_GT(train, 122);
+  EXPECT_LT(train, 128);  // the round's last 37 ACKs in congestion avoidance
+  EXPECT_DOUBLE_EQ(run("cubic:hystart=1", 0.5), 160);  // the delay test alone: RTTs at 40
+  EXPECT_DOUBLE_EQ(run("cubic:hystart=2", 2.5), 160);  // gaps over 2 ms: no train
+  EXPECT_DOUBLE_EQ(run("cubic", 0.5), 160);
+}
+
+TEST(SchemeCubic, GrowsFivePercentAnRttFromWhereHystartLeftUntilTheFirstLoss) {
+  auto cc = make_controller("cubic:hystart=2");
+  Driver d(*cc);
+  double t = 0;
+  const double left_at = slow_start_rounds(*cc, d, t, 4, 0.5);
+  // Without a W_max the cubic curve is flat for its first seconds and Reno's 0.53 packet an
+  // RTT leads; Linux's floor (bictcp_update's cnt of at most 20) grows 5% an RTT.
+  const double after = slow_start_rounds(*cc, d, t, 5, 0.5);
+  EXPECT_GT(after, left_at * std::pow(1.05, 5) - 1);
+  EXPECT_LT(after, left_at * std::pow(1.05, 5) + 5);
 }
 
 TEST(SchemeCubic, RegrowsTowardTheLastMaximumAfterALoss) {
@@ -1174,6 +1217,34 @@ TEST(SchemeRobustness, SameSeedSameWindows) {
     }
     EXPECT_EQ(runs[0], runs[1]) << name;
   }
+}
+
+// bbr's bandwidth filter, as lib/minmax.c keeps it: a rise at once; a fall in steps between
+// three kept samples, none older than the window.
+TEST(WindowedMax, TakesARiseAtOnceAndStepsDownThroughThreeSamples) {
+  schemes::WindowedMax max(10);
+  EXPECT_DOUBLE_EQ(max.add(0, 100), 100);
+  EXPECT_DOUBLE_EQ(max.add(1, 120), 120);  // a new maximum replaces every sample
+  // Then a falling rate, one sample a round: 119 at round 2, 118 at 3, ...
+  std::vector<double> kept;
+  for (uint64_t round = 2; round <= 40; ++round) {
+    kept.push_back(max.add(round, 121.0 - static_cast<double>(round)));
+  }
+  EXPECT_DOUBLE_EQ(kept[0], 120);  // held through the window: rounds 1 to 11
+  EXPECT_DOUBLE_EQ(kept[9], 120);
+  // Round 12: 120 is out of the window; the second-best, taken a quarter of the window on
+  // (round 4, 117), moves up: a step below round 3's 118, which an exact maximum keeps.
+  EXPECT_DOUBLE_EQ(kept[10], 117);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const double round = static_cast<double>(i) + 2;
+    EXPECT_LE(kept[i], 121.0 - std::max(1.0, round - 10)) << "older than the window at " << round;
+    EXPECT_GE(kept[i], 121.0 - round) << "below the current sample at " << round;
+    if (i > 0) {
+      EXPECT_LE(kept[i], kept[i - 1]);
+    }
+  }
+  // A sample after a gap of more than the window starts afresh.
+  EXPECT_DOUBLE_EQ(max.add(60, 5), 5);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // bbr: BBR v1 (Cardwell et al. 2016; Linux's tcp_bbr.c as the reference for the
 // details). It models the path by two numbers: btlbw, the windowed maximum of
-// delivery-rate samples over the last 10 round trips, and rtprop, the windowed
-// minimum RTT over 10 s. It paces at pacing_gain x btlbw and caps the window at
+// delivery-rate samples over the last 10 round trips (in three samples, as the kernel
+// keeps it), and rtprop, the windowed minimum RTT over 10 s. It paces at pacing_gain x btlbw and caps the window at
 // cwnd_gain x btlbw x rtprop (cwnd_gain 2). Modes: STARTUP (gains 2/ln 2) until
 // btlbw stops growing by 25% for 3 rounds; DRAIN (pacing gain ln 2 / 2) until
 // in-flight falls to one BDP; PROBE_BW cycling pacing gains
@@ -37,6 +37,7 @@
 #include "common/cpp/ring.hh"
 #include "common/cpp/splitmix.hh"
 #include "policies/cpp/schemes/schemes.hh"
+#include "policies/cpp/schemes/windowed_max.hh"
 
 namespace ccgym::schemes {
 namespace {
@@ -77,9 +78,7 @@ class Bbr final : public Controller {
       : cwnd_gain_(cwnd_gain),
         headroom_(headroom),
         rng_(seed),
-        noise_state_(splitmix64_mix(seed)) {
-    for (BwSlot& s : btlbw_slots_) s = BwSlot{0, 0, false};
-  }
+        noise_state_(splitmix64_mix(seed)) {}
 
   double window_size() override { return cwnd_; }
   double pacing_rate_mbps() override { return packets_per_ms_to_mbps(pacing_rate_); }
@@ -182,11 +181,6 @@ class Bbr final : public Controller {
     double first_sent_ms;  // sender clock: send time of the packet most recently acked then
     double send_ms;        // sender clock
     bool app_limited;      // sent while the sender held back (tcp_rate.c's is_app_limited)
-  };
-  struct BwSlot {
-    uint64_t round;
-    double rate;  // packets per ms
-    bool used;
   };
 
   // When the host's stack takes the ACK in. The host stalls now and then (host_stalls_per_s,
@@ -292,16 +286,7 @@ class Bbr final : public Controller {
   }
 
   void update_btlbw(double rate) {
-    BwSlot& slot = btlbw_slots_[round_count_ % kBtlBwRounds];
-    if (!slot.used || slot.round != round_count_) {
-      slot = BwSlot{round_count_, rate, true};
-    } else {
-      slot.rate = std::max(slot.rate, rate);
-    }
-    btlbw_ = 0;
-    for (const BwSlot& s : btlbw_slots_) {
-      if (s.used && round_count_ - s.round < kBtlBwRounds) btlbw_ = std::max(btlbw_, s.rate);
-    }
+    btlbw_ = btlbw_filter_.add(round_count_, rate);
   }
 
   // tcp_bbr.c's bbr_update_ack_aggregation, one packet per ACK.
@@ -465,7 +450,7 @@ class Bbr final : public Controller {
   double first_sent_ms_ = 0;   // sender clock
   double app_limited_until_ = 0;  // packets delivered; 0: not application-limited
 
-  std::array<BwSlot, kBtlBwRounds> btlbw_slots_{};
+  WindowedMax btlbw_filter_{kBtlBwRounds};
   double btlbw_ = 0;  // packets per ms
   uint64_t round_count_ = 0;
   double next_round_delivered_ = 0;

@@ -25,7 +25,7 @@ constexpr double kHystartLowWindow = 16;  // HyStart acts from this window (pack
 class C2tcp final : public Controller {
  public:
   C2tcp(double alpha, double c, double beta, bool linux_rto)
-      : alpha_(alpha), cubic_(c, beta, /*hystart=*/false, linux_rto) {}
+      : alpha_(alpha), cubic_(c, beta, /*hystart=*/0, linux_rto) {}
 
   double window_size() override { return cubic_.window_size(); }
   void on_sent(uint64_t seq, double send_ms /* sender clock */) override {

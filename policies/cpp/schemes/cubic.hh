@@ -18,7 +18,7 @@ namespace ccgym::schemes {
 
 class Cubic final : public Controller {
  public:
-  Cubic(double c, double beta, bool hystart, bool linux_rto)
+  Cubic(double c, double beta, int hystart, bool linux_rto)
       : c_(c),
         beta_(beta),
         reno_alpha_(3 * (1 - beta) / (1 + beta)),
@@ -40,7 +40,7 @@ class Cubic final : public Controller {
       probe_armed_ = true;
     }
     acked_through_ = std::max(acked_through_, seq + 1);
-    if (hystart_ && cwnd_ < ssthresh_) hystart_delay_test(seq, ack_ms - send_ms);
+    if (hystart_ != 0 && cwnd_ < ssthresh_) hystart_tests(seq, ack_ms - send_ms, ack_ms);
     if (loss_.on_ack(seq)) {
       on_loss();
     } else if (cwnd_ < ssthresh_) {
@@ -85,17 +85,29 @@ class Cubic final : public Controller {
   }
 
  private:
-  // HyStart's delay test (Ha and Rhee 2011; Linux's tcp_cubic.c): in the first slow start
-  // from a window of 16, the least RTT of a round's first 8 ACKs above the path's minimum
-  // by an eighth of it (4 to 16 ms) ends slow start at the current window, before the
-  // queue overflows. Beside a flow that already fills the queue, that is at once.
-  void hystart_delay_test(uint64_t seq, double rtt_ms) {
+  // HyStart (Ha and Rhee 2011; Linux's tcp_cubic.c): in the first slow start from a window
+  // of 16, either test ends slow start at the current window, before the queue overflows.
+  // The delay test: the least RTT of a round's first 8 ACKs above the path's minimum by an
+  // eighth of it (4 to 16 ms); beside a flow that already fills the queue, that is at once.
+  // The ACK-train test (hystart=2): the round's ACKs, each within 2 ms of the one before,
+  // span more than half the minimum RTT (plus Linux's 1 ms of send quantum, halved for an
+  // unpaced sender): a window of about half a BDP reaches the bottleneck back to back.
+  void hystart_tests(uint64_t seq, double rtt_ms, double ack_ms /* sender clock */) {
     if (seq >= round_end_seq_) {  // a new round: the next one ends with what is sent now
       round_end_seq_ = next_seq_;
       round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
       round_samples_ = 0;
+      round_start_ms_ = train_last_ms_ = ack_ms;
     }
-    if (cwnd_ < kHystartLowWindow || round_samples_ >= kHystartSamples) return;
+    if (cwnd_ < kHystartLowWindow) return;
+    if (hystart_ == 2 && ack_ms - train_last_ms_ <= kHystartAckDeltaMs) {
+      train_last_ms_ = ack_ms;
+      if (ack_ms - round_start_ms_ > (rtt_.min() + kHystartAckDelayMs) / 2) {
+        ssthresh_ = cwnd_;
+        return;
+      }
+    }
+    if (round_samples_ >= kHystartSamples) return;
     round_min_rtt_ms_ = std::min(round_min_rtt_ms_, rtt_ms);
     if (++round_samples_ < kHystartSamples) return;
     const double threshold = std::clamp(rtt_.min() / 8, kHystartMinDelayMs, kHystartMaxDelayMs);
@@ -141,12 +153,12 @@ class Cubic final : public Controller {
     // RFC 8312 aims at W_cubic one RTT ahead.
     const double t_s = (ack_ms - epoch_start_ms_ + rtt_.min()) / 1000;
     const double target = origin_ + c_ * std::pow(t_s - k_s_, 3);
-    double next = cwnd_;
-    if (target > cwnd_) {
-      next += std::min((target - cwnd_) / cwnd_, kMaxGrowthPerAck);
-    } else {
-      next += kPlateauGrowth / cwnd_;
-    }
+    double growth = target > cwnd_ ? std::min((target - cwnd_) / cwnd_, kMaxGrowthPerAck)
+                                   : kPlateauGrowth / cwnd_;
+    // Before the first loss (a window HyStart ended slow start at) the cubic curve starts
+    // flat at the window with no W_max above it; Linux grows it at least 5% an RTT there.
+    if (w_max_ == 0) growth = std::max(growth, kFirstEpochGrowthPerAck);
+    const double next = cwnd_ + growth;
     w_est_ += reno_alpha_ / cwnd_;
     cwnd_ = clamp_window(std::max(next, w_est_));
   }
@@ -155,8 +167,12 @@ class Cubic final : public Controller {
   static constexpr int kHystartSamples = 8;
   static constexpr double kHystartMinDelayMs = 4;
   static constexpr double kHystartMaxDelayMs = 16;
+  static constexpr double kHystartAckDeltaMs = 2;
+  static constexpr double kHystartAckDelayMs = 1;
   // Linux's cap on the cubic increase: at most one packet per two ACKs.
   static constexpr double kMaxGrowthPerAck = 0.5;
+  // Linux's floor before any loss (bictcp_update's cnt of at most 20): 1 packet per 20 ACKs.
+  static constexpr double kFirstEpochGrowthPerAck = 0.05;
   // Linux's growth when the window is at or above W_cubic: 1 packet per 100 RTTs.
   static constexpr double kPlateauGrowth = 0.01;
 
@@ -173,7 +189,7 @@ class Cubic final : public Controller {
   double w_est_ = 0;
   RttEstimator rtt_;
   LossDetector loss_;
-  bool hystart_;
+  int hystart_;  // 0: none; 1: the delay test; 2: the delay and ACK-train tests
   bool linux_rto_;
   LinuxRto linux_timeout_;
   uint64_t acked_through_ = 0;  // one past the highest sequence number acknowledged
@@ -186,6 +202,8 @@ class Cubic final : public Controller {
   uint64_t round_end_seq_ = 0;
   double round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
   int round_samples_ = 0;
+  double round_start_ms_ = 0;  // sender clock: the round's first ACK
+  double train_last_ms_ = 0;   // sender clock: the last ACK of the round's unbroken train
 };
 
 }  // namespace ccgym::schemes
