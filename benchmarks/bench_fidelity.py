@@ -66,11 +66,13 @@ DEFAULT_PARTS = ("sim", "kernel")
 # Beyond this many splits of the pooled figures, the KS permutation p-value draws this many.
 KS_SPLITS = 5000
 PACKET_BYTES = 1500
+# ccgym's CUBIC as Linux's runs it: HyStart with both its tests (its ACK train and its delay).
+CUBIC = "cubic:hystart=2"
 # The issue's pairs: cubic beside cubic and beside bbr on 1 and 4 BDPs, the slower and
 # the shallower path, a staggered start.
-DEFAULT_CASES = ("cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/1",
-                 "bbr+cubic@24/20/4", "bbr+cubic@12/40/1", "cubic+bbr@48/10/0.5",
-                 "bbr+cubic@24/20/1/5")
+DEFAULT_CASES = tuple(case.replace("cubic", CUBIC) for case in (
+    "cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/1", "bbr+cubic@24/20/4",
+    "bbr+cubic@12/40/1", "cubic+bbr@48/10/0.5", "bbr+cubic@24/20/1/5"))
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def kernel(case: Case, runs: int, duration_s: float) -> dict[str, Any]:
     --against kernel:B` runs a pair)."""
     from ccgym.deploy.shell import run_in_shell
 
-    # The kernel's scheme of that name, with its own settings (cubic:hystart=1 is
+    # The kernel's scheme of that name, with its own settings (cubic:hystart=2 is
     # kernel:cubic, whose HyStart is on).
     names = [f"kernel:{kernel_name(s)}" for s in case.schemes]
     return real_runs(case, runs, lambda seed, tmp: run_in_shell(

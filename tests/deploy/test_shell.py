@@ -166,7 +166,7 @@ def test_two_kernel_cubic_flows_split_the_link_as_the_simulated_ones_do(tmp_path
                     "pair that starts together")
     simulated = []
     for seed in range(1, 9):
-        sim = _core.Simulator(link, [("cubic:hystart=1", 0.0, -1.0)] * 2, seed)
+        sim = _core.Simulator(link, [("cubic:hystart=2", 0.0, -1.0)] * 2, seed)
         sim.run_until(duration_s * 1e3)
         simulated.append(overlap_shares(sim.log(), duration_s * 1e3)[1])
     real_share = overlap_shares(real.log, real.duration_ms)[1]

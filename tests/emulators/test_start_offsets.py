@@ -9,7 +9,7 @@ from ccgym.measure.metrics import overlap_shares
 
 # bench_fidelity's cubic+cubic@24/20/4: 24 Mbit/s, 20 ms each way, a DropTail buffer of 4 BDPs.
 DEEP = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
-HYSTART = "cubic:hystart=1"
+HYSTART = "cubic:hystart=2"
 
 
 def run(starts: list[float], seed: int, duration_ms: float, **options: float) -> _core.Simulator:

@@ -52,7 +52,7 @@ def test_cubic_keeps_a_third_of_a_slow_path_beside_bbr() -> None:
     shares = []
     for seed in range(1, 9):
         sim = _core.Simulator("rate_mbps=12,delay_ms=40,queue=droptail:packets=80",
-                              [("bbr", 0.0, -1.0), ("cubic:hystart=1", 0.0, -1.0)], seed)
+                              [("bbr", 0.0, -1.0), ("cubic:hystart=2", 0.0, -1.0)], seed)
         sim.run_until(20_000)
         shares.append(overlap_shares(sim.log(), 20_000)[1])
     assert 0.29 < np.mean(shares) < 0.42, shares
