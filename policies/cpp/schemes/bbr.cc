@@ -1,10 +1,10 @@
 // bbr: BBR v1 (Cardwell et al. 2016; Linux's tcp_bbr.c as the reference for the
 // details). It models the path by two numbers: btlbw, the windowed maximum of
 // delivery-rate samples over the last 10 round trips (in three samples, as the kernel
-// keeps it), and rtprop, the windowed minimum RTT over 10 s. It paces at pacing_gain x btlbw and caps the window at
-// cwnd_gain x btlbw x rtprop (cwnd_gain 2). Modes: STARTUP (gains 2/ln 2) until
-// btlbw stops growing by 25% for 3 rounds; DRAIN (pacing gain ln 2 / 2) until
-// in-flight falls to one BDP; PROBE_BW cycling pacing gains
+// keeps it), and rtprop, the windowed minimum RTT over 10 s. It paces at pacing_gain x
+// btlbw and caps the window at cwnd_gain x btlbw x rtprop (cwnd_gain 2). Modes: STARTUP
+// (gains 2/ln 2) until btlbw stops growing by 25% for 3 rounds; DRAIN (pacing gain
+// ln 2 / 2) until in-flight falls to one BDP; PROBE_BW cycling pacing gains
 // [1.25, 0.75, 1, 1, 1, 1, 1, 1], one phase per rtprop, from a random phase
 // other than 0.75; PROBE_RTT when rtprop is 10 s old: window 4 for 200 ms and a
 // round trip, then back.
