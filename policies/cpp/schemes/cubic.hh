@@ -9,8 +9,9 @@
 // drops, then backs off by beta: a standing queue on deep buffers.
 // Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
 // at most 1.5x per RTT); HyStart only as an option (hystart=1: its delay test; 2: its
-// ACK-train test too, as Linux runs it; below); no fast recovery (no retransmissions). The timeout is Linux's (LinuxRto's timer, a tail
-// loss probe first, and a spurious timeout undone, below) or, with linux_rto off, RFC 6298's.
+// ACK-train test too, as Linux runs it; below); no fast recovery (no retransmissions).
+// The timeout is Linux's (LinuxRto's timer, a tail loss probe first, and a spurious
+// timeout undone, below) or, with linux_rto off, RFC 6298's.
 #pragma once
 #include "policies/cpp/schemes/schemes.hh"
 
