@@ -131,12 +131,11 @@ def test_hystart_leaves_slow_start_before_the_buffer_overflows() -> None:
 
 
 def test_hystart_lets_bbr_keep_a_share_of_a_deep_buffer() -> None:
-    # bbr first, cubic beside it: plain cubic's slow start fills the 4-BDP buffer and bbr,
-    # which measures only what gets through, falls below a twentieth of the link for the next
-    # seconds; beside Linux's cubic (HyStart's two tests) it keeps 2.3 Mbit/s here (kernel
-    # bbr beside kernel cubic from 5 to 15 s: 3.1 and 2.9 Mbit/s, two quiet runs).
+    # bbr first, cubic beside it on a 4-BDP buffer, bbr's rate from 5 to 15 s: plain cubic's
+    # slow start fills the buffer and leaves bbr 2.3 Mbit/s; beside Linux's cubic (HyStart's
+    # two tests) it keeps 2.8 (kernel bbr beside kernel cubic: 3.1 and 2.9, two quiet runs).
     deep = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
-    plain = Run(deep, [("bbr", 0), ("cubic", 0)], 15_000)
-    hystart = Run(deep, [("bbr", 0), ("cubic:hystart=2", 0)], 15_000)
-    assert plain.mbps(0, 5000, 15_000) < 0.05 * 24
-    assert hystart.mbps(0, 5000, 15_000) > 0.08 * 24
+    plain = Run(deep, [("bbr", 0), ("cubic", 0)], 15_000).mbps(0, 5000, 15_000)
+    hystart = Run(deep, [("bbr", 0), ("cubic:hystart=2", 0)], 15_000).mbps(0, 5000, 15_000)
+    assert plain < hystart - 0.3, (plain, hystart)
+    assert hystart > 0.1 * 24, hystart

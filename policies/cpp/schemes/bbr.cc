@@ -161,7 +161,7 @@ class Bbr final : public Controller {
     }
 
     const double in_flight = static_cast<double>(sent_.size());
-    update_mode(round_start, rtprop_expired, in_flight);
+    update_mode(round_start, rtprop_expired, in_flight, losses > 0);
     if (!headroom_.recovery || !window_in_recovery(seq, losses, in_flight)) update_cwnd();
     if (mode_ == Mode::kProbeRtt) cwnd_ = std::min(cwnd_, kMinCwnd);
     update_pacing();
@@ -333,6 +333,9 @@ class Bbr final : public Controller {
     if (!have_rtprop_ || bw() <= 0) return kInitialWindow;
     return gain * bw() * rtprop_ms_;
   }
+  // tcp_bbr.c's bbr_inflight: the in-flight that ends DRAIN and PROBE_BW's phases, the BDP at
+  // the gain with the quantization budget, as the window has it.
+  double inflight_target(double gain) const { return quantization_budget(bdp(gain)); }
 
   void enter_probe_bw() {
     mode_ = Mode::kProbeBw;
@@ -350,7 +353,7 @@ class Bbr final : public Controller {
     return long_term_in_use_ ? 1 : kCycleGains[static_cast<std::size_t>(cycle_index_)];
   }
 
-  void update_mode(bool round_start, bool rtprop_expired, double in_flight) {
+  void update_mode(bool round_start, bool rtprop_expired, double in_flight, bool lost) {
     if (mode_ == Mode::kStartup && round_start && !filled_pipe_) {
       if (btlbw_ >= full_bw_ * kFullBwGrowth) {
         full_bw_ = btlbw_;
@@ -364,15 +367,17 @@ class Bbr final : public Controller {
       pacing_gain_ = 1 / kHighGain;
       cwnd_gain_now_ = kHighGain;
     }
-    if (mode_ == Mode::kDrain && in_flight <= bdp(1)) enter_probe_bw();
+    if (mode_ == Mode::kDrain && in_flight <= inflight_target(1)) enter_probe_bw();
 
     if (mode_ == Mode::kProbeBw) {
       const bool full_length = now_ms_ - cycle_stamp_ms_ > rtprop_ms_;
       bool advance = full_length;
+      // A probe lasts until its in-flight target is reached or a packet is lost (a buffer
+      // too small to hold it); a drain until its round trip is over or in-flight is down.
       if (pacing_gain_ > 1) {
-        advance = full_length && in_flight >= bdp(pacing_gain_);
+        advance = full_length && (lost || in_flight >= inflight_target(pacing_gain_));
       } else if (pacing_gain_ < 1) {
-        advance = full_length || in_flight <= bdp(1);
+        advance = full_length || in_flight <= inflight_target(1);
       }
       if (advance) {
         cycle_index_ = (cycle_index_ + 1) % static_cast<int>(kCycleGains.size());
