@@ -56,3 +56,17 @@ def test_cubic_keeps_a_third_of_a_slow_path_beside_bbr() -> None:
         sim.run_until(20_000)
         shares.append(overlap_shares(sim.log(), 20_000)[1])
     assert 0.29 < np.mean(shares) < 0.42, shares
+
+
+def test_cubic_keeps_four_fifths_of_a_deep_buffer_beside_bbr() -> None:
+    # 24 Mbit/s, 20 ms, a 4-BDP DropTail buffer (320 packets), both from 0 for 20 s: kernel
+    # cubic keeps 0.82 ± 0.01 beside kernel bbr on a quiet host (6 runs). bbr's probes last
+    # until its in-flight reaches tcp_bbr.c's target (the BDP at the gain with the
+    # quantization budget) or a loss; ended at the bare BDP, cubic kept 0.855 here.
+    shares = []
+    for seed in range(1, 9):
+        sim = _core.Simulator("rate_mbps=24,delay_ms=20,queue=droptail:packets=320",
+                              [("bbr", 0.0, -1.0), ("cubic:hystart=2", 0.0, -1.0)], seed)
+        sim.run_until(20_000)
+        shares.append(overlap_shares(sim.log(), 20_000)[1])
+    assert 0.79 < np.mean(shares) < 0.84, shares
