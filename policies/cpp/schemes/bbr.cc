@@ -19,7 +19,8 @@
 // extra_acked_max_ms of btlbw and at the window), so that bursts of ACKs (delayed
 // ACKs, a late receiver, a wireless link) do not leave the sender window-limited; and
 // the quantization budget, 3 send quanta (quantum_ms of the pacing rate, at least 2
-// packets: the kernel's TSO burst) rounded up to an even count, +2 while probing up.
+// packets: the kernel's TSO burst) rounded up to an even count, +2 while probing up. The
+// same budget is on the in-flight that ends a probe (or a first loss does) and a drain.
 // Each paced send is such a quantum, back to back (send_quantum_packets), as the kernel
 // sends one TSO/GSO skb per pacing slot: through the link shell kernel bbr sends 98% of
 // its packets in pairs at 12 Mbit/s and 85% in threes and fours at 48 (docs/results.md).
@@ -516,8 +517,8 @@ SchemeEntry bbr_scheme() {
              at_least(0)},
             {"quantum_ms", 1,
              "send quantum in ms of the pacing rate (>= 2 packets), sent back to back at each "
-             "paced send; 3 of them are window headroom (Linux: 1 ms, its TSO autosizing; 0: "
-             "none, packet by packet)",
+             "paced send; 3 of them are headroom in the window and in the in-flight that ends a "
+             "probe or a drain (Linux: 1 ms, its TSO autosizing; 0: none, packet by packet)",
              at_least(0)},
             {"pacing_margin", 0.01, "pace this fraction below gain x btlbw (Linux: 1%)",
              in_closed(0, 0.5)},
