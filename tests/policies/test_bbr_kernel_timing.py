@@ -43,30 +43,29 @@ def test_probe_rtt_leaves_the_estimate_at_a_short_rtt() -> None:
     assert mbps > 0.6 * 48, mbps
 
 
-def test_cubic_keeps_a_third_of_a_slow_path_beside_bbr() -> None:
-    # 12 Mbit/s, 40 ms, a 1-BDP DropTail buffer (80 packets), both from 0 for 20 s: kernel
-    # cubic keeps 0.34 and 0.32 of the link on average beside kernel bbr on a quiet host (two
-    # sets of 6 runs). Who takes a full queue's drops is a phase effect: with the ACK noise of
-    # two packet times (2 ms here) cubic kept 0.13-0.17 on average over these seeds; with the
-    # hosts' 0.5 ms, 0.35.
+def cubic_shares_beside_bbr(link: str) -> list[float]:
+    """Linux's cubic's share beside bbr, both from 0 for 20 s, at seeds 1-8."""
     shares = []
     for seed in range(1, 9):
-        sim = _core.Simulator("rate_mbps=12,delay_ms=40,queue=droptail:packets=80",
-                              [("bbr", 0.0, -1.0), ("cubic:hystart=2", 0.0, -1.0)], seed)
+        sim = _core.Simulator(link, [("bbr", 0.0, -1.0), ("cubic:hystart=2", 0.0, -1.0)], seed)
         sim.run_until(20_000)
         shares.append(overlap_shares(sim.log(), 20_000)[1])
+    return shares
+
+
+def test_cubic_keeps_a_third_of_a_slow_path_beside_bbr() -> None:
+    # 12 Mbit/s, 40 ms, a 1-BDP DropTail buffer (80 packets): kernel cubic keeps 0.34 and 0.32
+    # of the link on average beside kernel bbr on a quiet host (two sets of 6 runs). Who takes
+    # a full queue's drops is a phase effect: with the ACK noise of two packet times (2 ms
+    # here) cubic kept 0.13-0.17 on average over these seeds; with the hosts' 0.5 ms, 0.35.
+    shares = cubic_shares_beside_bbr("rate_mbps=12,delay_ms=40,queue=droptail:packets=80")
     assert 0.29 < np.mean(shares) < 0.42, shares
 
 
 def test_cubic_keeps_four_fifths_of_a_deep_buffer_beside_bbr() -> None:
-    # 24 Mbit/s, 20 ms, a 4-BDP DropTail buffer (320 packets), both from 0 for 20 s: kernel
-    # cubic keeps 0.82 ± 0.01 beside kernel bbr on a quiet host (6 runs). bbr's probes last
-    # until its in-flight reaches tcp_bbr.c's target (the BDP at the gain with the
-    # quantization budget) or a loss; ended at the bare BDP, cubic kept 0.855 here.
-    shares = []
-    for seed in range(1, 9):
-        sim = _core.Simulator("rate_mbps=24,delay_ms=20,queue=droptail:packets=320",
-                              [("bbr", 0.0, -1.0), ("cubic:hystart=2", 0.0, -1.0)], seed)
-        sim.run_until(20_000)
-        shares.append(overlap_shares(sim.log(), 20_000)[1])
+    # 24 Mbit/s, 20 ms, a 4-BDP DropTail buffer (320 packets): kernel cubic keeps 0.82 ± 0.01
+    # beside kernel bbr on a quiet host (6 runs). bbr's probes last until its in-flight
+    # reaches tcp_bbr.c's target (the BDP at the gain with the quantization budget) or a loss;
+    # ended at the bare BDP, cubic kept 0.855 here.
+    shares = cubic_shares_beside_bbr("rate_mbps=24,delay_ms=20,queue=droptail:packets=320")
     assert 0.79 < np.mean(shares) < 0.84, shares
