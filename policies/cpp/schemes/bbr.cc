@@ -155,7 +155,7 @@ class Bbr final : public Controller {
         // it is a new maximum, as tcp_bbr.c's: otherwise a PROBE_RTT of more than 10 round
         // trips (200 ms at a 20 ms RTT) would age the estimate out and leave the flow at a
         // window of 4 packets' rate.
-        if (!rec.app_limited || rate >= btlbw_) update_btlbw(rate);
+        if (!rec.app_limited || rate >= btlbw()) btlbw_filter_.add(round_count_, rate);
       }
       if (headroom_.long_term_bw) sample_long_term_bw(round_start, losses > 0, ack_ms);
       update_ack_aggregation(round_start, ack_ms);
@@ -204,7 +204,8 @@ class Bbr final : public Controller {
   }
 
   // The bandwidth the model uses: the long-term estimate while it stands, else btlbw.
-  double bw() const { return long_term_in_use_ ? long_term_bw_ : btlbw_; }
+  double btlbw() const { return btlbw_filter_.value(); }  // packets per ms
+  double bw() const { return long_term_in_use_ ? long_term_bw_ : btlbw(); }
 
   // tcp_bbr.c's bbr_set_cwnd_to_recover_or_restore. Recovery (as TCP's: from a loss until the
   // ACK of what was sent then) takes each loss off the window, holds the window at what is in
@@ -286,10 +287,6 @@ class Bbr final : public Controller {
     start_long_term_interval(now_ms_);
   }
 
-  void update_btlbw(double rate) {
-    btlbw_ = btlbw_filter_.add(round_count_, rate);
-  }
-
   // tcp_bbr.c's bbr_update_ack_aggregation, one packet per ACK.
   void update_ack_aggregation(bool round_start, double ack_ms /* sender clock */) {
     if (round_start && ++extra_acked_rounds_ >= kExtraAckedWindowRounds) {
@@ -356,8 +353,8 @@ class Bbr final : public Controller {
 
   void update_mode(bool round_start, bool rtprop_expired, double in_flight, bool lost) {
     if (mode_ == Mode::kStartup && round_start && !filled_pipe_) {
-      if (btlbw_ >= full_bw_ * kFullBwGrowth) {
-        full_bw_ = btlbw_;
+      if (btlbw() >= full_bw_ * kFullBwGrowth) {
+        full_bw_ = btlbw();
         full_bw_count_ = 0;
       } else if (++full_bw_count_ >= kFullBwRounds) {
         filled_pipe_ = true;
@@ -456,8 +453,7 @@ class Bbr final : public Controller {
   double first_sent_ms_ = 0;   // sender clock
   double app_limited_until_ = 0;  // packets delivered; 0: not application-limited
 
-  WindowedMax btlbw_filter_{kBtlBwRounds};
-  double btlbw_ = 0;  // packets per ms
+  WindowedMax btlbw_filter_{kBtlBwRounds};  // btlbw, packets per ms
   uint64_t round_count_ = 0;
   double next_round_delivered_ = 0;
   bool have_rtprop_ = false;

@@ -1,8 +1,9 @@
 // The windowed maximum of a rate as Linux keeps bbr's (lib/minmax.c, Kathleen Nichols'
 // algorithm): three samples, not one per round. The best sample, the best since a
 // quarter of the window after it and the best since half the window after it; when the
-// best is older than the window, the next takes its place. A falling rate is therefore
-// followed later than an exact maximum over the window would follow it, and a rise at once.
+// best is older than the window, the next takes its place. A rise is taken at once; a fall
+// in steps between the kept samples, at times a round before or after an exact maximum
+// over the window would take it.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -36,6 +37,7 @@ class WindowedMax {
     }
     return best_[0].value;
   }
+  double value() const { return best_[0].value; }
 
  private:
   struct Sample {
