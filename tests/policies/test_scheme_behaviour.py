@@ -98,13 +98,13 @@ def test_ledbat_yields_to_cubic() -> None:
 @pytest.mark.parametrize("flows", [1, 2])
 def test_bbr3_loses_less_than_bbr_behind_a_shallow_buffer(flows: int) -> None:
     # 20 packets are a quarter of the 80-packet BDP: BBR v1's 2-BDP window overflows it (alone
-    # its probes do, 0.9% of its packets; two flows lose 5-6%), BBR v2/v3 caps its inflight
+    # its probes do, 2.1% of its packets; two flows lose 6.7%), BBR v2/v3 caps its inflight
     # at what last lost.
     link = "rate_mbps=24,delay_ms=20,queue=droptail:packets=20"
     runs = {s: Run(link, [(s, 2_000 * i) for i in range(flows)], 30_000) for s in ("bbr", "bbr3")}
     loss = {s: r.loss(None, 0, 30_000) for s, r in runs.items()}
     mbps = {s: r.mbps(None, 5_000, 30_000) for s, r in runs.items()}
-    assert loss["bbr"] > 0.005, loss
+    assert loss["bbr"] > 0.01, loss
     assert loss["bbr3"] < loss["bbr"] / 3, loss
     assert mbps["bbr3"] > 0.93 * mbps["bbr"], mbps
 
