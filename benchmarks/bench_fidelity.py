@@ -15,15 +15,18 @@ on a loaded machine), when each flow did start (ms after the first; 0: it reache
 first, and flows started together are launched in an order drawn per run) and the longest time
 the link delivered nothing (a host stall: the emulating process or the senders held up; a
 packet time on a busy link where none did). The simulated links have the simulator's
-shared-link ACK timing noise (simulator.hh); --sim-keys adds spec keys there only
-(ack_jitter_ms=0: the noiseless link).
+shared-link ACK timing noise and TCP's delayed ACKs at the receivers (simulator.hh);
+--sim-keys adds spec keys there only (ack_jitter_ms=0: the noiseless link; delayed_acks=0:
+receivers that answer every packet).
 
 Two more parts run ccgym's own schemes in real time, asked for with --only (e.g. --only
 sim,relay,shell,kernel): relay, through the UDP relay (`ccgym run --scheme A --against B`;
 flows together only), and shell, through the link shell as the kernel's flows go. They are
 the simulator's senders over the same link core on the wall clock, with the host's timing
-instead of the simulator's modelled noise: between sim and them a difference lies in virtual
-against real time (the link's or the sender's clock); between shell and kernel, in the schemes.
+instead of the simulator's modelled noise, and ccgym-receiver, which answers every datagram
+(compare them with --sim-keys delayed_acks=0): between sim and them a difference lies in
+virtual against real time (the link's or the sender's clock); between shell and kernel, in
+the schemes.
 
 Per pair of parts (sim-relay, sim-kernel, ..., shell-kernel): the difference of the means; the
 spreads as the ratio of the standard deviations and the two-sample Kolmogorov-Smirnov

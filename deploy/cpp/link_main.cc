@@ -222,6 +222,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<Relay> relay;
   try {
     const LinkSpec spec = parse_link_spec(options.link);
+    refuse_simulated_receivers(spec);
     // Seeded as the simulator seeds its directions: the same --seed gives the same
     // losses and Poisson deliveries here as in `ccgym eval`.
     relay = std::make_unique<Relay>(

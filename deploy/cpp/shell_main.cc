@@ -227,6 +227,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<Relay> relay;
   try {
     const LinkSpec spec = parse_link_spec(flags.text("link"));
+    refuse_simulated_receivers(spec);
     relay = std::make_unique<Relay>(
         make_direction(spec.data, spec.delay_ms, spec.once, derive_seed(seed, kDataDirectionPart)),
         make_direction(spec.ack, spec.delay_ms, spec.once, derive_seed(seed, kAckDirectionPart)),

@@ -62,6 +62,7 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
   }
   start_ms_ = start_times_ms(flows, seed, start_spread_ms);
   if (flows.size() > 1 && !link_.ack.jitter_ms) link_.ack.jitter_ms = shared_ack_jitter_ms(link);
+  const bool delayed_acks = link.delayed_acks.value_or(flows.size() > 1);
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
   ack_ = make_direction(link_.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
   data_->record_opportunities(record_log);
@@ -73,6 +74,8 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
                                                      static_cast<uint32_t>(i), f.packet_bytes,
                                                      start_ms_[i], f.stop_ms));
     externals_.push_back(external);
+    // The learned flow's receiver is ccgym's, which answers every datagram.
+    receivers_.emplace_back(delayed_acks && external == nullptr, link.delay_ms);
   }
   step_stats_.resize(flows.size());
 }
@@ -112,6 +115,7 @@ void Simulator::deliver_data(double now_ms) {
   data_->clear_dropped();
   if (data_->arrivals().empty()) return;
   ack_->advance(now_ms);
+  const auto send_ack = [this](const Packet& ack, double at_ms) { ack_->send(ack, at_ms); };
   for (const auto& arrival : data_->arrivals()) {
     const Packet& p = arrival.packet;
     const double delay = arrival.arrival_ms - p.sent_ms;
@@ -124,10 +128,18 @@ void Simulator::deliver_data(double now_ms) {
     Packet ack = p;
     ack.bytes = kAckPacketBytes;
     ack.recv_ms = arrival.arrival_ms;
-    ack_->send(ack, arrival.arrival_ms);
+    receivers_[p.flow].on_arrival(ack, arrival.arrival_ms, send_ack);
   }
   data_->clear_arrivals();
   ack_->clear_dropped();  // lost ACKs simply never arrive
+}
+
+void Simulator::send_held_acks(double now_ms) {
+  if (next_held_ack_ms_ > now_ms) return;
+  ack_->advance(now_ms);
+  for (auto& receiver : receivers_) {
+    receiver.on_timer(now_ms, [this](const Packet& ack, double at_ms) { ack_->send(ack, at_ms); });
+  }
 }
 
 void Simulator::deliver_acks(double now_ms) {
@@ -171,7 +183,11 @@ void Simulator::send_what_is_allowed(double now_ms) {
 double Simulator::next_event_ms() {
   double next = std::min(data_->next_event_ms(), ack_->next_event_ms());
   for (auto& sender : senders_) next = std::min(next, sender->next_wakeup_ms(now_ms_));
-  return next;
+  next_held_ack_ms_ = kNever;
+  for (const auto& receiver : receivers_) {
+    next_held_ack_ms_ = std::min(next_held_ack_ms_, receiver.next_due_ms());
+  }
+  return std::min(next, next_held_ack_ms_);
 }
 
 void Simulator::run_until(double until_ms) {
@@ -182,6 +198,7 @@ void Simulator::run_until(double until_ms) {
     if (t > until_ms) break;
     now_ms_ = t;
     deliver_data(t);
+    send_held_acks(t);
     deliver_acks(t);
     send_what_is_allowed(t);
   }

@@ -15,7 +15,7 @@
 namespace ccgym {
 namespace {
 
-const std::vector<std::string> kSharedKeys = {"name", "delay_ms", "once"};
+const std::vector<std::string> kSharedKeys = {"name", "delay_ms", "once", "delayed_acks"};
 const std::vector<std::string> kDirectionKeys = {
     "trace", "rate_mbps", "delivery", "burst_packets", "burst_period_ms", "queue", "loss",
     "jitter_ms"};
@@ -220,6 +220,14 @@ class SpecParser {
   }
 
  private:
+  bool flag(const std::string& key, const std::string& value) {
+    if (value == "1" || value == "true") return true;
+    if (value != "0" && value != "false") {
+      fail_("key '" + key + "' must be 1 or 0 (or true, false), got '" + value + "'");
+    }
+    return false;
+  }
+
   static std::string inferred_or_given(const DirectionSpec& d) {
     return d.delivery.empty() ? inferred_delivery(d) : d.delivery;
   }
@@ -234,13 +242,9 @@ class SpecParser {
               "] ms, got '" + value + "'");
       }
     } else if (key == "once") {
-      if (value == "1" || value == "true") {
-        spec.once = true;
-      } else if (value == "0" || value == "false") {
-        spec.once = false;
-      } else {
-        fail_("key 'once' must be 1 or 0 (or true, false), got '" + value + "'");
-      }
+      spec.once = flag(key, value);
+    } else if (key == "delayed_acks") {
+      spec.delayed_acks = flag(key, value);
     } else if (key.rfind(kAck, 0) == 0) {
       set_direction(spec.ack, key, key.substr(std::char_traits<char>::length(kAck)), value);
     } else {
@@ -314,6 +318,14 @@ std::vector<std::string> link_spec_keys() {
 
 LinkSpec parse_link_spec(const std::string& text) { return SpecParser(text).parse(text); }
 
+void refuse_simulated_receivers(const LinkSpec& spec) {
+  if (spec.delayed_acks) {
+    throw std::invalid_argument(
+        "key 'delayed_acks' describes the simulator's receivers; in real time the receivers are "
+        "real (kernel TCP delays its ACKs, ccgym-receiver answers every datagram)");
+  }
+}
+
 std::shared_ptr<const LinkSpec> cached_link_spec(const std::string& text) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const LinkSpec>> cache;
@@ -332,6 +344,8 @@ std::string LinkSpec::to_string() const {
   append_direction(parts, ack, kAck);
   parts.push_back("delay_ms=" + format_number(delay_ms));
   if (once) parts.push_back("once=1");
+  // Given, even as 0: an explicit 0 turns off the shared links' default.
+  if (delayed_acks) parts.push_back(std::string("delayed_acks=") + (*delayed_acks ? "1" : "0"));
   return join(parts, ",");
 }
 

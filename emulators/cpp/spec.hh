@@ -7,7 +7,8 @@
 // Data-direction keys: trace, rate_mbps, delivery (constant|poisson|trace|burst),
 // burst_packets, burst_period_ms, queue, loss, jitter_ms. The same keys prefixed with `ack_`
 // describe the ACK direction, which by default has only the propagation delay.
-// Shared keys: delay_ms (one way, each direction), once (traces run once), name.
+// Shared keys: delay_ms (one way, each direction), once (traces run once), name, delayed_acks
+// (the simulated receivers', simulator.hh).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -52,6 +53,10 @@ struct LinkSpec {
   DirectionSpec ack;
   double delay_ms = 0;  // one-way propagation delay of each direction
   bool once = false;    // traces run once instead of repeating
+  // Whether the simulator's receivers of classic flows delay their ACKs as TCP's do
+  // (tcp_receiver.hh). Unset: they do where several flows share the link (simulator.hh). In
+  // real time the receivers are real, and the relay and the link shell refuse the key.
+  std::optional<bool> delayed_acks;
 
   std::string to_string() const;  // canonical spec string (parses back to the same)
 };
@@ -60,6 +65,9 @@ struct LinkSpec {
 // valid keys. Checks values (rates and delays within the bounds above, 0 <= loss < 1,
 // queue spec parses, trace readable) so that a bad spec fails before anything runs.
 LinkSpec parse_link_spec(const std::string& text);
+// For the real-time links (the relay, the link shell): throws std::invalid_argument if the spec
+// sets a key that only the simulator can honour (delayed_acks).
+void refuse_simulated_receivers(const LinkSpec& spec);
 std::vector<std::string> link_spec_keys();
 
 // parse_link_spec's result for `text`, parsed at its first call in the process and shared by

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "emulators/cpp/simulator.hh"
@@ -84,6 +85,47 @@ TEST(SharedLink, AckNoiseIsTheHostsWhateverTheRate) {
                            "burst_packets=2,burst_period_ms=4", "rate_mbps=0.5"}) {
     EXPECT_DOUBLE_EQ(shared_ack_jitter_ms(parse_link_spec(spec)), kSharedAckJitterMs) << spec;
   }
+}
+
+// The share of flow's packets that left together with another of its own (a burst).
+double burst_fraction(const Simulator& sim, int32_t flow) {
+  const PacketLog& log = sim.log();
+  std::vector<double> sends;
+  for (std::size_t k = 0; k < log.size(); ++k) {
+    if (log.flow[k] == flow) sends.push_back(log.send_ms[k]);
+  }
+  std::size_t together = 0;
+  for (std::size_t k = 0; k < sends.size(); ++k) {
+    const bool with_previous = k > 0 && sends[k] == sends[k - 1];
+    const bool with_next = k + 1 < sends.size() && sends[k + 1] == sends[k];
+    together += with_previous || with_next;
+  }
+  return static_cast<double>(together) / static_cast<double>(sends.size());
+}
+
+// `schemes` on 24 Mbit/s, 20 ms, 1 BDP for 5 s.
+Simulator shared(const std::vector<std::string>& schemes, const std::string& keys = "") {
+  std::vector<FlowSpec> flows(schemes.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) flows[i].scheme = schemes[i];
+  Simulator sim(parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=40" + keys),
+                flows, 1);
+  sim.run_until(5000);
+  return sim;
+}
+
+TEST(SharedLink, ClassicFlowsReceiversDelayTheirAcksSoCubicSendsInBursts) {
+  // Unpaced cubic answers each ACK: a delayed ACK for two packets releases two at once. (Each
+  // loss's gap is answered packet by packet: two cubics at 1 BDP send about half in bursts.)
+  EXPECT_GT(burst_fraction(shared({"cubic", "cubic"}), 0), 0.4);
+  EXPECT_LT(burst_fraction(shared({"cubic", "cubic"}, ",delayed_acks=0"), 0), 0.15);
+  EXPECT_LT(burst_fraction(shared({"cubic"}), 0), 0.15);  // alone: the contest's receiver
+  EXPECT_GT(burst_fraction(shared({"cubic"}, ",delayed_acks=1"), 0), 0.8);
+}
+
+TEST(SharedLink, TheLearnedFlowsReceiverAnswersEveryDatagram) {
+  const Simulator sim = shared({"external:window=40", "cubic"});
+  EXPECT_LT(burst_fraction(sim, 0), 0.15);  // ccgym's receiver: one ACK, one packet
+  EXPECT_GT(burst_fraction(sim, 1), 0.4);
 }
 
 // Two cubic flows asked to start at `starts`, 3 s on a 4-BDP link.

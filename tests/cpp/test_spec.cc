@@ -51,6 +51,7 @@ void expect_same_spec(const LinkSpec& a, const LinkSpec& b, const std::string& w
   EXPECT_EQ(a.name, b.name) << what;
   EXPECT_EQ(a.delay_ms, b.delay_ms) << what;
   EXPECT_EQ(a.once, b.once) << what;
+  EXPECT_EQ(a.delayed_acks, b.delayed_acks) << what;
   expect_same_direction(a.data, b.data, what + " (data)");
   expect_same_direction(a.ack, b.ack, what + " (ack)");
 }
@@ -59,8 +60,9 @@ TEST(SpecParse, ReadsEveryKey) {
   LinkSpec s = parse_link_spec(
       "name=calibrated 1,rate_mbps=0.57,delivery=poisson,delay_ms=28,queue=droptail:packets=14,"
       "loss=0.0477,ack_rate_mbps=12,ack_queue=droptail:bytes=9000,ack_loss=0.01,jitter_ms=0.25,"
-      "ack_jitter_ms=0.5");
+      "ack_jitter_ms=0.5,delayed_acks=1");
   EXPECT_EQ(s.name, "calibrated 1");
+  EXPECT_EQ(s.delayed_acks.value_or(false), true);
   EXPECT_EQ(s.data.jitter_ms.value_or(-1), 0.25);
   EXPECT_EQ(s.ack.jitter_ms.value_or(-1), 0.5);
   EXPECT_EQ(s.data.rate_mbps, 0.57);
@@ -107,6 +109,8 @@ TEST(SpecRoundTrip, ToStringParsesBackToAnEqualSpec) {
       "rate_mbps=100.42,delivery=poisson,delay_ms=27,queue=droptail:packets=173,loss=0.01,"
       "ack_jitter_ms=0.5",
       "rate_mbps=12,ack_jitter_ms=0,delay_ms=20",  // an explicit 0 is kept
+      "rate_mbps=12,delay_ms=20,delayed_acks=0",   // so is an explicit 0 here
+      "rate_mbps=12,delay_ms=20,delayed_acks=1",
       "name=ack-agg,rate_mbps=12,ack_burst_packets=10,ack_burst_period_ms=200,delay_ms=10",
       "trace=" + down + ",ack_trace=" + down + ",once=1,delay_ms=20,ack_loss=0.5",
       "delivery=trace,trace=" + down + ",queue=codel,ack_rate_mbps=3,ack_delivery=poisson",
@@ -162,6 +166,7 @@ TEST(SpecErrors, EachBadSpecNamesItsKey) {
       {"rate_mbps=12,ack_loss=1.5", {"'ack_loss'"}},
       {"rate_mbps=12,jitter_ms=101", {"'jitter_ms'", "100"}},
       {"rate_mbps=12,ack_jitter_ms=-1", {"'ack_jitter_ms'"}},
+      {"rate_mbps=12,delayed_acks=2", {"'delayed_acks'", "1 or 0"}},
       {"rate_mbps=12,delay_ms=-1", {"'delay_ms'"}},
       // Bounds: each names the key, the unit and the range.
       {"rate_mbps=1e9", {"'rate_mbps'", "[0.1, 10000] Mbit/s"}},
@@ -216,16 +221,23 @@ TEST(SpecErrors, BinaryBytesAreEscaped) {
   EXPECT_EQ(msg.find('\0'), std::string::npos);
 }
 
+TEST(SpecRealTime, TheRelayAndTheShellRefuseTheSimulatedReceivers) {
+  EXPECT_NO_THROW(refuse_simulated_receivers(parse_link_spec("rate_mbps=12,delay_ms=20")));
+  for (const char* text : {"rate_mbps=12,delayed_acks=1", "rate_mbps=12,delayed_acks=0"}) {
+    EXPECT_THROW(refuse_simulated_receivers(parse_link_spec(text)), std::invalid_argument) << text;
+  }
+}
+
 TEST(SpecKeys, ListsSharedDataAndAckKeys) {
   std::vector<std::string> keys = link_spec_keys();
   for (const char* k :
        {"name", "delay_ms", "once", "trace", "rate_mbps", "delivery", "burst_packets",
         "burst_period_ms", "queue", "loss", "ack_trace", "ack_rate_mbps", "ack_delivery",
         "ack_burst_packets", "ack_burst_period_ms", "ack_queue", "ack_loss", "jitter_ms",
-        "ack_jitter_ms"}) {
+        "ack_jitter_ms", "delayed_acks"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
   }
-  EXPECT_EQ(keys.size(), 19u);
+  EXPECT_EQ(keys.size(), 20u);
 }
 
 std::vector<double> opportunities_until(LinkDirection& d, double until_ms) {

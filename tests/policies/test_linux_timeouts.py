@@ -48,19 +48,17 @@ def stepped_trace(path: Path, phases: list[tuple[float, float]]) -> Path:
 def test_a_falling_rate_leaves_no_flow_behind(tmp_path: Path) -> None:
     # 12 Mbit/s for 4 s, 3 for 6 s, then 6; 20 ms each way, no buffer limit. Kernel cubic,
     # three flows through the link shell, 20 s: Jain 0.974 / 0.995 / 0.991 on a quiet host
-    # (0.889 / 0.991 / 0.996 at a load of 9). Here 0.85-0.89 (a starved flow of three would
-    # leave at most 0.67); RFC 6298's timer times two flows out at the fall at most seeds.
+    # (0.889 / 0.991 / 0.996 at a load of 9). Here 0.975-0.99 (a starved flow of three would
+    # leave at most 0.67); 0.85-0.89 with receivers that answer every packet.
     trace = stepped_trace(tmp_path / "step.down", [(12, 4), (3, 6), (6, 10)])
-    link = f"trace={trace},delay_ms=20"
-    kernel_like, rfc = jains(link, KERNEL_LIKE), jains(link, RFC_TIMER)
-    assert kernel_like.min() > 0.8, kernel_like
-    assert rfc.min() < 0.6, rfc
-    assert rfc.mean() < kernel_like.mean() - 0.15, (rfc, kernel_like)
+    kernel_like = jains(f"trace={trace},delay_ms=20", KERNEL_LIKE)
+    assert kernel_like.min() > 0.93, kernel_like
 
 
 def test_linux_timeouts_keep_three_flows_even_through_a_deeper_fall(tmp_path: Path) -> None:
     # 24 Mbit/s for 4 s, 3 for 6 s, then 6. Kernel cubic, as above: Jain 0.787 / 0.911 /
-    # 0.994 on a quiet host; here 0.97 at every seed, and 0.74-0.88 with RFC 6298's timer.
+    # 0.994 on a quiet host; here 0.94-0.95, and 0.71-0.72 with RFC 6298's timer, which times
+    # two flows out at the fall.
     trace = stepped_trace(tmp_path / "deep.down", [(24, 4), (3, 6), (6, 10)])
     link = f"trace={trace},delay_ms=20"
     kernel_like, rfc = jains(link, KERNEL_LIKE), jains(link, RFC_TIMER)
@@ -72,9 +70,6 @@ def test_linux_timeouts_keep_three_flows_even_through_a_deeper_fall(tmp_path: Pa
 def test_three_flows_share_the_verizon_recording_as_kernel_cubic_does() -> None:
     # Kernel cubic: Jain 0.967 +- 0.024 over 6 runs through the link shell on a quiet host
     # (docs/results.md, "Shared links"; 0.947 +- 0.034 over 17 at loads of 2-28), no RTO in
-    # the 3 runs counted; the RFC timer: 0.81 in half of these seeds.
-    link = resolve_link("verizon-lte-short", "test").spec
-    kernel_like, rfc = jains(link, KERNEL_LIKE), jains(link, RFC_TIMER)
+    # the 3 runs counted. Here 0.98-1.00.
+    kernel_like = jains(resolve_link("verizon-lte-short", "test").spec, KERNEL_LIKE)
     assert abs(kernel_like.mean() - 0.967) < 0.05, kernel_like
-    assert rfc.min() < 0.85, rfc
-    assert rfc.mean() < kernel_like.mean() - 0.05, (rfc, kernel_like)

@@ -25,8 +25,9 @@ PACKET_BITS = 12_000
 class Run:
     """One simulation's packet log: loss and delays over packets sent in [from_ms, to_ms)."""
 
-    def __init__(self, link: str, flows: list[tuple[str, float]], duration_ms: float) -> None:
-        sim = _core.Simulator(link, [(s, start, -1.0) for s, start in flows], 1)
+    def __init__(self, link: str, flows: list[tuple[str, float]], duration_ms: float,
+                 seed: int = 1) -> None:
+        sim = _core.Simulator(link, [(s, start, -1.0) for s, start in flows], seed)
         sim.run_until(duration_ms)
         log = sim.log()
         self.flow = np.asarray(log["flow"])
@@ -130,12 +131,13 @@ def test_hystart_leaves_slow_start_before_the_buffer_overflows() -> None:
     assert hystart.loss(0, 0, 1000) == 0
 
 
-def test_hystart_lets_bbr_keep_a_share_of_a_deep_buffer() -> None:
-    # bbr first, cubic beside it on a 4-BDP buffer, bbr's rate from 5 to 15 s: plain cubic's
-    # slow start fills the buffer and leaves bbr 2.3 Mbit/s; beside Linux's cubic (HyStart's
-    # two tests) it keeps 2.8 (kernel bbr beside kernel cubic: 3.1 and 2.9, two quiet runs).
+def test_bbr_keeps_the_kernels_share_of_a_deep_buffer_beside_linux_cubic() -> None:
+    # bbr and Linux's cubic (HyStart's two tests) together on a 4-BDP buffer, bbr's rate from
+    # 5 to 15 s: 2.5-3.2 Mbit/s over seeds 1-6, 2.75 on average (kernel bbr beside kernel
+    # cubic: 3.1 and 2.9, two quiet runs). Which of the two slow starts fills the buffer first
+    # is chance: beside plain cubic bbr keeps 2.0-3.3.
     deep = "rate_mbps=24,delay_ms=20,queue=droptail:packets=320"
-    plain = Run(deep, [("bbr", 0), ("cubic", 0)], 15_000).mbps(0, 5000, 15_000)
-    hystart = Run(deep, [("bbr", 0), ("cubic:hystart=2", 0)], 15_000).mbps(0, 5000, 15_000)
-    assert plain < hystart - 0.3, (plain, hystart)
-    assert hystart > 0.1 * 24, hystart
+    rates = [Run(deep, [("bbr", 0), ("cubic:hystart=2", 0)], 15_000, seed).mbps(0, 5000, 15_000)
+             for seed in range(1, 7)]
+    assert 2.5 < np.mean(rates) < 3.2, rates
+    assert min(rates) > 0.1 * 24, rates
