@@ -38,6 +38,9 @@ are unlikely to come from one distribution). One JSON object to stdout, a table 
       [--seeds 5] [--runs 5] [--duration-s 30] [--only sim,relay,shell,kernel]
       [--sim-keys ack_jitter_ms=0]
 
+--cases also takes docs/results.md's sets by name (table, held-out, fresh; e.g. --cases
+table,held-out: the 22 pairs of its latest table).
+
 The shell and kernel parts need root (the link shell); they and the relay take real time:
 runs x cases x duration each.
 """
@@ -76,6 +79,26 @@ CUBIC = "cubic:hystart=2"
 DEFAULT_CASES = tuple(case.replace("cubic", CUBIC) for case in (
     "cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/1", "bbr+cubic@24/20/4",
     "bbr+cubic@12/40/1", "cubic+bbr@48/10/0.5", "bbr+cubic@24/20/1/5"))
+# docs/results.md's sets, by name in --cases: the table the simulator's shared-link defaults
+# were fitted to, the pairs held out of that fit, and those first measured after it (session 31).
+CASE_SETS = {name: tuple(case.replace("cubic", CUBIC) for case in cases) for name, cases in {
+    "table": ("cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "cubic+cubic@48/10/0.5",
+              "bbr+cubic@24/20/1", "bbr+cubic@24/20/4", "bbr+cubic@12/40/1",
+              "cubic+bbr@48/10/0.5", "bbr+cubic@verizon-lte-short",
+              "cubic+cubic+cubic@24/20/1", "cubic+cubic+cubic@verizon-lte-short"),
+    "held-out": ("bbr+cubic@6/30/1", "bbr+cubic@72/10/1", "cubic+bbr@36/25/2",
+                 "bbr+cubic@24/20/1/5", "cubic+cubic@12/40/1", "bbr+bbr@24/20/1",
+                 "cubic+cubic@6/30/2", "bbr+cubic+cubic@24/20/2", "bbr+cubic@12/20/2",
+                 "cubic+bbr@24/40/1", "bbr+cubic@48/20/1", "cubic+cubic+bbr@12/40/2"),
+    "fresh": ("bbr+cubic@18/30/1.5", "cubic+bbr@12/10/4", "cubic+cubic@36/15/1",
+              "bbr+cubic@8/50/0.5"),
+}.items()}
+
+
+def expand_cases(text: str) -> list[str]:
+    """--cases' items, each set name (CASE_SETS) replaced by its cases."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    return [case for item in items for case in CASE_SETS.get(item, (item,))]
 
 
 @dataclass(frozen=True)
@@ -297,7 +320,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES),
                         help="comma-separated FIRST+SECOND[+...]@RATE/DELAY/BDPS[/STAGGER] or "
-                             "...@LINK[/STAGGER]")
+                             "...@LINK[/STAGGER], or a set of docs/results.md's by name: "
+                             f"{', '.join(CASE_SETS)}")
     parser.add_argument("--seeds", type=int, default=5, help="simulated seeds 1..N")
     parser.add_argument("--runs", type=int, default=3, help="real runs per case and part")
     parser.add_argument("--duration-s", type=float, default=30.0)
@@ -310,7 +334,7 @@ def main() -> None:
     if args.seeds < 1 or args.runs < 1 or args.duration_s <= 5:
         parser.error("--seeds and --runs must be >= 1 and --duration-s > 5 (the ramp)")
     parts = parse_parts(args.only)
-    cases = [parse_case(c.strip()) for c in args.cases.split(",") if c.strip()]
+    cases = [parse_case(c) for c in expand_cases(args.cases)]
     if not cases:
         parser.error("--cases: no case")
     if args.sim_keys:
