@@ -35,6 +35,11 @@ std::vector<double> start_times_ms(const std::vector<FlowSpec>& flows, uint64_t 
   }
   return starts;
 }
+
+// Where the receivers' ACK records go: into the ACK direction.
+auto into(LinkDirection& acks) {
+  return [&acks](const Packet& ack, double at_ms) { acks.send(ack, at_ms); };
+}
 }  // namespace
 
 double shared_ack_jitter_ms(const LinkSpec& link) {
@@ -115,7 +120,6 @@ void Simulator::deliver_data(double now_ms) {
   data_->clear_dropped();
   if (data_->arrivals().empty()) return;
   ack_->advance(now_ms);
-  const auto send_ack = [this](const Packet& ack, double at_ms) { ack_->send(ack, at_ms); };
   for (const auto& arrival : data_->arrivals()) {
     const Packet& p = arrival.packet;
     const double delay = arrival.arrival_ms - p.sent_ms;
@@ -128,7 +132,7 @@ void Simulator::deliver_data(double now_ms) {
     Packet ack = p;
     ack.bytes = kAckPacketBytes;
     ack.recv_ms = arrival.arrival_ms;
-    receivers_[p.flow].on_arrival(ack, arrival.arrival_ms, send_ack);
+    receivers_[p.flow].on_arrival(ack, arrival.arrival_ms, into(*ack_));
   }
   data_->clear_arrivals();
   ack_->clear_dropped();  // lost ACKs simply never arrive
@@ -137,9 +141,7 @@ void Simulator::deliver_data(double now_ms) {
 void Simulator::send_held_acks(double now_ms) {
   if (next_held_ack_ms_ > now_ms) return;
   ack_->advance(now_ms);
-  for (auto& receiver : receivers_) {
-    receiver.on_timer(now_ms, [this](const Packet& ack, double at_ms) { ack_->send(ack, at_ms); });
-  }
+  for (auto& receiver : receivers_) receiver.on_timer(now_ms, into(*ack_));
 }
 
 void Simulator::deliver_acks(double now_ms) {
@@ -182,10 +184,10 @@ void Simulator::send_what_is_allowed(double now_ms) {
 
 double Simulator::next_event_ms() {
   double next = std::min(data_->next_event_ms(), ack_->next_event_ms());
-  for (auto& sender : senders_) next = std::min(next, sender->next_wakeup_ms(now_ms_));
   next_held_ack_ms_ = kNever;
-  for (const auto& receiver : receivers_) {
-    next_held_ack_ms_ = std::min(next_held_ack_ms_, receiver.next_due_ms());
+  for (std::size_t flow = 0; flow < senders_.size(); ++flow) {
+    next = std::min(next, senders_[flow]->next_wakeup_ms(now_ms_));
+    next_held_ack_ms_ = std::min(next_held_ack_ms_, receivers_[flow].next_due_ms());
   }
   return std::min(next, next_held_ack_ms_);
 }

@@ -130,7 +130,9 @@ class Simulator {
   std::vector<std::unique_ptr<SenderModel>> senders_;
   std::vector<ExternalWindow*> externals_;
   std::vector<TcpReceiver> receivers_;  // one per flow
-  double next_held_ack_ms_ = kNever;    // the earliest held ACK's due time
+  // The earliest held ACK's due time, from the last next_event_ms: a pass with none due
+  // skips the receivers.
+  double next_held_ack_ms_ = kNever;
   std::vector<StepStats> step_stats_;
   std::vector<double> start_ms_;
   PacketLog log_;

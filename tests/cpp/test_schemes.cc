@@ -1224,12 +1224,16 @@ TEST(SchemeRobustness, SameSeedSameWindows) {
 // three kept samples, none older than the window.
 TEST(WindowedMax, TakesARiseAtOnceAndStepsDownThroughThreeSamples) {
   schemes::WindowedMax max(10);
-  EXPECT_DOUBLE_EQ(max.add(0, 100), 100);
-  EXPECT_DOUBLE_EQ(max.add(1, 120), 120);  // a new maximum replaces every sample
+  const auto add = [&](uint64_t round, double value) {
+    max.add(round, value);
+    return max.value();
+  };
+  EXPECT_DOUBLE_EQ(add(0, 100), 100);
+  EXPECT_DOUBLE_EQ(add(1, 120), 120);  // a new maximum replaces every sample
   // Then a falling rate, one sample a round: 119 at round 2, 118 at 3, ...
   std::vector<double> kept;
   for (uint64_t round = 2; round <= 40; ++round) {
-    kept.push_back(max.add(round, 121.0 - static_cast<double>(round)));
+    kept.push_back(add(round, 121.0 - static_cast<double>(round)));
   }
   EXPECT_DOUBLE_EQ(kept[0], 120);  // held through the window: rounds 1 to 11
   EXPECT_DOUBLE_EQ(kept[9], 120);
@@ -1245,7 +1249,7 @@ TEST(WindowedMax, TakesARiseAtOnceAndStepsDownThroughThreeSamples) {
     }
   }
   // A sample after a gap of more than the window starts afresh.
-  EXPECT_DOUBLE_EQ(max.add(60, 5), 5);
+  EXPECT_DOUBLE_EQ(add(60, 5), 5);
 }
 
 }  // namespace

@@ -14,12 +14,12 @@ class WindowedMax {
  public:
   explicit WindowedMax(uint64_t window_rounds) : window_(window_rounds) {}
 
-  // Takes a sample at `round` (never earlier than the last one's); returns the maximum.
-  double add(uint64_t round, double value) {
+  // Takes a sample at `round` (never earlier than the last one's).
+  void add(uint64_t round, double value) {
     const Sample sample{round, value};
     if (value >= best_[0].value || round - best_[2].round > window_) {
       best_.fill(sample);  // a new maximum, or every kept sample out of the window
-      return value;
+      return;
     }
     if (value >= best_[1].value) {
       best_[1] = best_[2] = sample;
@@ -35,8 +35,8 @@ class WindowedMax {
     } else if (best_[2].round == best_[1].round && age > window_ / 2) {
       best_[2] = sample;  // half the window on: a third-best from here
     }
-    return best_[0].value;
   }
+  // The windowed maximum: the best kept sample.
   double value() const { return best_[0].value; }
 
  private:
