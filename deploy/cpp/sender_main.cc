@@ -211,7 +211,8 @@ class UdpSender {
             std::unique_ptr<LearnedPolicy> policy, net::UdpSocket* socket, net::TsvLog* log,
             const net::MsClock* clock)
       : options_(options),
-        sender_(std::move(controller), options.flow, options.packet_bytes, 0, options.stop_ms),
+        sender_(std::move(controller), options.flow, options.packet_bytes, 0, options.stop_ms,
+                /*keep_features=*/policy != nullptr),
         policy_(std::move(policy)),
         socket_(socket),
         log_(log),

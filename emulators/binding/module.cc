@@ -105,6 +105,16 @@ void check_flow(const Simulator& sim, std::size_t flow) {
   if (flow >= sim.num_flows()) throw nb::index_error("no such flow");
 }
 
+// A learned policy's inputs, which only an external flow's sender computes.
+const Features& learned_features(Simulator& sim, std::size_t flow) {
+  check_flow(sim, flow);
+  if (!sim.sender(flow).keeps_features()) {
+    throw std::invalid_argument("flow " + std::to_string(flow) +
+                                " runs a classic scheme: only an external flow has features");
+  }
+  return sim.sender(flow).features();
+}
+
 nb::dict feature_dict(const FeatureValues& v) {
   nb::dict d;
   d["delay_ewma_ms"] = v.delay_ewma_ms;
@@ -314,12 +324,12 @@ NB_MODULE(_core, m) {
       }, "flow"_a = 0,
       "Whether the flow is in competitive mode now, and its decisions in all and in that mode.")
       .def("observation", [](Simulator& s, int previous_action, std::size_t flow, int version) {
-        check_flow(s, flow);
+        const Features& features = learned_features(s, flow);
         const int dim = observation_dim(version);
         if (dim < 0) throw std::invalid_argument("no such observation version");
         std::vector<float> obs(static_cast<std::size_t>(dim));
-        s.sender(flow).features().observation_into(version, s.sender(flow).window(),
-                                                    previous_action, s.now_ms(), obs.data());
+        features.observation_into(version, s.sender(flow).window(),
+                                  previous_action, s.now_ms(), obs.data());
         return to_numpy<float>(std::move(obs));
       }, "previous_action"_a, "flow"_a = 0, "version"_a = kObservationVersion)
       .def("growth_ceiling", [](Simulator& s, std::size_t flow) {
@@ -329,8 +339,7 @@ NB_MODULE(_core, m) {
         return growth_ceiling(s.sender(flow).features(), *w);
       }, "flow"_a = 0, "How far a learned policy may grow the flow's window now (actions.hh).")
       .def("features", [](Simulator& s, std::size_t flow) {
-        check_flow(s, flow);
-        return feature_dict(s.sender(flow).features().values());
+        return feature_dict(learned_features(s, flow).values());
       }, "flow"_a = 0)
       .def("step_stats", [](Simulator& s, std::size_t flow) {
         check_flow(s, flow);

@@ -91,6 +91,11 @@ double LinkDirection::next_event_ms() const {
   return next;
 }
 
+double LinkDirection::next_arrival_bound_ms() const {
+  if (!delay_line_.empty()) return delay_line_.front().arrival_ms;  // FIFO: the first to arrive
+  return in_service_ || !queue_->empty() ? delivery_->next_ms() + delay_ms_ : kNever;
+}
+
 std::string LinkDirection::to_string() const {
   std::ostringstream out;
   out << delivery_->to_string() << " queue=" << queue_->to_string() << " loss=" << loss_rate_

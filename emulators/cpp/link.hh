@@ -32,6 +32,12 @@ class LinkDirection {
 
   // Earliest time at which advance() would change anything; kNever if idle.
   double next_event_ms() const;
+  // No packet reaches the far end before this (kNever if none is on its way or queued): the
+  // oldest in propagation's arrival, or, with none in propagation, the next opportunity
+  // plus the delay.
+  double next_arrival_bound_ms() const;
+  // Packets go straight into propagation: no rate, no queue.
+  bool unlimited() const { return delivery_->unlimited(); }
 
   // Packets that have arrived at the far end, with their arrival times, oldest
   // first; the caller consumes them and clears with clear_arrivals().

@@ -71,13 +71,22 @@ Simulator::Simulator(const LinkSpec& link, const std::vector<FlowSpec>& flows, u
   data_ = make_direction(link.data, link.delay_ms, link.once, derive_seed(seed, kDataDirectionPart));
   ack_ = make_direction(link_.ack, link.delay_ms, link.once, derive_seed(seed, kAckDirectionPart));
   data_->record_opportunities(record_log);
+  // The data direction needs no pass of the event loop of its own: a packet's departure and
+  // its arrival at the receiver change nothing a sender sees until its ACK comes back, one
+  // ACK path later at the soonest, or a held ACK's timer runs out. A pass handles every
+  // arrival since the last in arrival order, each at its own time (deliver_data), which gives
+  // the same sends, ACKs and times as a pass at each. Not where the ACK direction has a rate:
+  // its queue takes the ACKs in the order they are sent, so each must be sent in its pass.
+  data_slack_ms_ = ack_->unlimited() ? std::min(ack_->delay_ms(), TcpReceiver::kDelayedAckMs)
+                                     : kNever;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     auto controller = make_controller(f.scheme, derive_seed(seed, kFirstFlowPart + i));
     auto* external = dynamic_cast<ExternalWindow*>(controller.get());
     senders_.push_back(std::make_unique<SenderModel>(std::move(controller),
                                                      static_cast<uint32_t>(i), f.packet_bytes,
-                                                     start_ms_[i], f.stop_ms));
+                                                     start_ms_[i], f.stop_ms,
+                                                     /*keep_features=*/external != nullptr));
     externals_.push_back(external);
     // The learned flow's receiver is ccgym's, which answers every datagram.
     receivers_.emplace_back(delayed_acks && external == nullptr, link.delay_ms);
@@ -183,7 +192,10 @@ void Simulator::send_what_is_allowed(double now_ms) {
 }
 
 double Simulator::next_event_ms() {
-  double next = std::min(data_->next_event_ms(), ack_->next_event_ms());
+  double next = std::min(data_slack_ms_ == kNever
+                             ? data_->next_event_ms()
+                             : data_->next_arrival_bound_ms() + data_slack_ms_,
+                         ack_->next_event_ms());
   next_held_ack_ms_ = kNever;
   for (std::size_t flow = 0; flow < senders_.size(); ++flow) {
     next = std::min(next, senders_[flow]->next_wakeup_ms(now_ms_));

@@ -133,6 +133,8 @@ class Simulator {
   // The earliest held ACK's due time, from the last next_event_ms: a pass with none due
   // skips the receivers.
   double next_held_ack_ms_ = kNever;
+  // How long after a data packet's arrival its handling may wait (kNever: none may), below.
+  double data_slack_ms_ = 0;
   std::vector<StepStats> step_stats_;
   std::vector<double> start_ms_;
   PacketLog log_;

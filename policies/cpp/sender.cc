@@ -13,8 +13,10 @@ constexpr double kMsPerByteAtOneMbps = 8.0 / 1000.0;
 }  // namespace
 
 SenderModel::SenderModel(std::unique_ptr<Controller> controller, uint32_t flow,
-                         uint32_t packet_bytes, double start_ms, double stop_ms)
+                         uint32_t packet_bytes, double start_ms, double stop_ms,
+                         bool keep_features)
     : controller_(std::move(controller)),
+      keep_features_(keep_features),
       flow_(flow),
       packet_bytes_(packet_bytes),
       start_ms_(start_ms),
@@ -34,7 +36,7 @@ bool SenderModel::can_send(double now_ms) {
 
 uint64_t SenderModel::on_send(double now_ms) {
   const uint64_t seq = next_seq_++;
-  features_.on_sent(seq, packet_bytes_, now_ms);
+  if (keep_features_) features_.on_sent(seq, packet_bytes_, now_ms);
   controller_->on_sent(seq, now_ms);
   const double rate = controller_->pacing_rate_mbps();
   if (rate > 0 && std::isfinite(rate)) {
@@ -58,7 +60,7 @@ uint64_t SenderModel::on_send(double now_ms) {
 void SenderModel::on_ack(uint64_t seq, double send_ms, double recv_ms, double ack_ms) {
   next_ack_expected_ = std::max(next_ack_expected_, seq + 1);
   last_progress_ms_ = ack_ms;
-  features_.on_ack(seq, packet_bytes_, send_ms, ack_ms);
+  if (keep_features_) features_.on_ack(seq, packet_bytes_, send_ms, ack_ms);
   controller_->on_ack(seq, send_ms, recv_ms, ack_ms);
 }
 

@@ -13,8 +13,10 @@ namespace ccgym {
 
 class SenderModel {
  public:
+  // keep_features: compute a learned policy's inputs (Features) on every send and ACK. A flow
+  // under a classic scheme reads none of them, and they cost a tenth of its simulation.
   SenderModel(std::unique_ptr<Controller> controller, uint32_t flow, uint32_t packet_bytes,
-              double start_ms, double stop_ms);
+              double start_ms, double stop_ms, bool keep_features);
 
   // True if a datagram may leave at now_ms (sender clock).
   bool can_send(double now_ms);
@@ -49,6 +51,8 @@ class SenderModel {
   uint32_t packet_bytes() const { return packet_bytes_; }
   bool active(double now_ms) const { return now_ms >= start_ms_ && now_ms < stop_ms_; }
   Controller& controller() { return *controller_; }
+  bool keeps_features() const { return keep_features_; }
+  // Only meaningful where keeps_features().
   const Features& features() const { return features_; }
   double window() { return controller_->window_size(); }
 
@@ -57,6 +61,7 @@ class SenderModel {
 
   std::unique_ptr<Controller> controller_;
   Features features_;
+  bool keep_features_;
   uint32_t flow_;
   uint32_t packet_bytes_;
   double start_ms_;

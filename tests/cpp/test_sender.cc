@@ -57,7 +57,8 @@ std::vector<double> run_paced(SenderModel& sender, double end_ms, Late late) {
 }
 
 SenderModel make_sender(double window) {
-  return SenderModel(std::make_unique<ConstantRate>(window), 0, kPacketBytes, 0, 2000);
+  return SenderModel(std::make_unique<ConstantRate>(window), 0, kPacketBytes, 0, 2000,
+                     /*keep_features=*/false);
 }
 
 TEST(SenderPacing, OnTimeWakeupsSendOnTheScheduleOfAddedIntervals) {
@@ -113,7 +114,7 @@ TEST(SenderPacing, ASenderWokenOnlyEvery15MsKeepsItsRate) {
 TEST(SenderPacing, ASendThatWaitedForTheWindowEarnsNoCredit) {
   auto controller = std::make_unique<ConstantRate>(1);
   ConstantRate* rate = controller.get();
-  SenderModel sender(std::move(controller), 0, kPacketBytes, 0, 2000);
+  SenderModel sender(std::move(controller), 0, kPacketBytes, 0, 2000, false);
   ASSERT_TRUE(sender.can_send(0));
   const uint64_t seq = sender.on_send(0);
   EXPECT_FALSE(sender.can_send(0));
@@ -144,7 +145,7 @@ StarvedRun run_bbr_starved(double starve_from_ms, double starve_to_ms) {
   const LinkSpec link = parse_link_spec("rate_mbps=24,delay_ms=20,queue=droptail:packets=40");
   auto data = make_direction(link.data, link.delay_ms, link.once, 1);
   auto ack = make_direction(link.ack, link.delay_ms, link.once, 2);
-  SenderModel sender(make_controller("bbr", 1), 0, kPacketBytes, 0, kNever);
+  SenderModel sender(make_controller("bbr", 1), 0, kPacketBytes, 0, kNever, false);
   std::vector<Packet> waiting;  // ACKs that arrived while the process did not run
   double delivered_bytes = 0;
   double now = 0;

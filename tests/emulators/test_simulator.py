@@ -77,6 +77,16 @@ def test_external_window_is_set_from_outside():
     assert sim.window() == 10
 
 
+def test_only_a_learned_flow_has_features():
+    sim = _core.Simulator(LINK_12, [("cubic", 0.0, -1.0), (_core.EXTERNAL_SCHEME, 0.0, -1.0)], 1)
+    sim.run_until(1000)
+    assert sim.features(1)["min_rtt_ms"] >= 40
+    assert sim.observation(_core.HOLD_ACTION, 1).shape == (_core.OBS_DIM,)
+    for read in (lambda: sim.features(0), lambda: sim.observation(_core.HOLD_ACTION, 0)):
+        with pytest.raises(ValueError, match="flow 0 runs a classic scheme"):
+            read()
+
+
 def test_vector_simulator_matches_single_simulators():
     links = [LINK_12, "rate_mbps=24,delay_ms=10", "rate_mbps=6,delay_ms=40"]
     vec = _core.VecSimulator(len(links), 2)
