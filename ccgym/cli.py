@@ -36,7 +36,8 @@ from typing import Any
 from ccgym import files, flags
 from ccgym.errors import UserError
 from ccgym.files import cache_root
-from ccgym.interrupts import INTERRUPTED_STATUS, exit_status, quit_interrupted
+from ccgym.interrupts import (INTERRUPTED_STATUS, exit_status, interrupt_outside_imports,
+                              quit_interrupted)
 
 DEBUG_ENV = "CCGYM_DEBUG"  # CCGYM_DEBUG=1: as --debug, for scripts and tests
 SIGPIPE_STATUS = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -188,7 +189,7 @@ def _parse_and_run(argv: list[str]) -> int:
 
     remove_stale_temporaries()  # what a killed ccgym (SIGKILL, a crash) left in the temp folder
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the verb's cleanup runs
+        signal.signal(signal.SIGINT, interrupt_outside_imports)  # the verb's cleanup runs
     try:
         status = int(modules[args.verb].run(args) or 0)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is seen below

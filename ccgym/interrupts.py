@@ -10,8 +10,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import FrameType
 
 INTERRUPTED_STATUS = 130  # what a shell reports for a process ended by SIGINT
+REPEAT_INTERRUPT_S = 0.05  # a Ctrl-C held back by an import comes again this much later
 
 
 def quit_interrupted(signum: int, frame: object) -> None:
@@ -20,6 +22,27 @@ def quit_interrupted(signum: int, frame: object) -> None:
     verb = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1].isalpha() else ""
     os.write(2, f"ccgym{' ' + verb if verb else ''}: interrupted\n".encode())
     os._exit(INTERRUPTED_STATUS)
+
+
+def interrupt_outside_imports(signum: int, frame: FrameType | None) -> None:
+    """SIGINT while a verb works: KeyboardInterrupt, so that its cleanup runs. Not inside an
+    import, though: raised there, within torch's C++ start-up, pybind11 aborts the process
+    (status -6, 1 of 120 timed interrupts of `import torch`). The signal comes again 50 ms
+    later, until the import has ended."""
+    if _importing(frame):
+        again = threading.Timer(REPEAT_INTERRUPT_S, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    raise KeyboardInterrupt
+
+
+def _importing(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def exit_status(status: int) -> int:

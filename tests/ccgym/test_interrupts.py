@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from ccgym.interrupts import handlers_kept, interrupt_after, sigterm_as_interrupt
+from ccgym.interrupts import (handlers_kept, interrupt_after, interrupt_outside_imports,
+                              sigterm_as_interrupt)
 
 
 def test_a_signal_in_the_block_calls_back_and_interrupts_only_once_the_block_has_ended():
@@ -33,6 +34,25 @@ def test_handlers_kept_puts_back_the_handler_the_block_replaced():
         assert signal.getsignal(signal.SIGTERM) is ours
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_ctrl_c_during_an_import_interrupts_once_the_import_has_ended(tmp_path, monkeypatch):
+    # A module whose import is interrupted halfway (as torch's C++ start-up would be).
+    (tmp_path / "slow_to_import.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.2)\n"
+        "FINISHED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    previous = signal.signal(signal.SIGINT, interrupt_outside_imports)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            import slow_to_import  # noqa: F401
+            time.sleep(2)  # the interrupt comes here
+        assert sys.modules["slow_to_import"].FINISHED
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sys.modules.pop("slow_to_import", None)
 
 
 # The console script as it is installed (`ccgym`, pyproject.toml's [project.scripts]), saying
