@@ -90,8 +90,9 @@ double parse_number(const std::string& scheme, const std::string& key, const std
 const std::vector<SchemeEntry>& all_schemes() {
   static const std::vector<SchemeEntry> entries = {
       fixed_scheme(),  aimd_scheme(),   delay_scheme(),  ewma_scheme(),   vegas_scheme(),
-      cubic_scheme(),  bbr_scheme(),    copa_scheme(),   verus_scheme(),  sprout_scheme(),
-      ledbat_scheme(), c2tcp_scheme(),  vivace_scheme(), bbr3_scheme(),   external_scheme()};
+      cubic_scheme(),  reno_scheme(),   bbr_scheme(),    copa_scheme(),   verus_scheme(),
+      sprout_scheme(), ledbat_scheme(), c2tcp_scheme(),  vivace_scheme(), bbr3_scheme(),
+      external_scheme()};
   return entries;
 }
 

@@ -33,9 +33,9 @@ def test_version_names_the_installed_distribution(capsys):
 @pytest.mark.parametrize("argv", [["eval", "--link", "rate_mbps=12,delay_ms=20", "--schemes"],
                                   ["run", "--link", "rate_mbps=12,delay_ms=20", "--scheme"]])
 def test_an_unknown_scheme_lists_what_a_user_can_name(argv, capsys):
-    assert cli.main([*argv, "reno"]) == 2
+    assert cli.main([*argv, "westwood"]) == 2
     err = capsys.readouterr().err
-    assert "unknown scheme 'reno'" in err and "cubic" in err
+    assert "unknown scheme 'westwood'" in err and "cubic" in err
     assert "external" not in err  # the window a policy drives from outside: not a choice
 
 

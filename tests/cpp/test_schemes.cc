@@ -352,8 +352,8 @@ TEST(SchemeFactory, FirstParameterMayBeGivenWithoutItsName) {
 }
 
 TEST(SchemeFactory, UnknownSchemeListsTheValidOnes) {
-  const std::string msg = thrown_message("reno");
-  EXPECT_NE(msg.find("unknown scheme 'reno'"), std::string::npos) << msg;
+  const std::string msg = thrown_message("westwood");
+  EXPECT_NE(msg.find("unknown scheme 'westwood'"), std::string::npos) << msg;
   for (const SchemeInfo& info : scheme_catalog()) {
     if (info.name != kExternalScheme) {
       EXPECT_NE(msg.find(info.name), std::string::npos) << msg;
@@ -379,7 +379,7 @@ TEST(SchemeFactory, AClassicSchemeIsAnyButTheExternalWindow) {
           << e.what();
     }
   }
-  EXPECT_THROW(check_classic_scheme("reno"), std::invalid_argument);
+  EXPECT_THROW(check_classic_scheme("westwood"), std::invalid_argument);
   EXPECT_THROW(check_classic_scheme("cubic:beta=7"), std::invalid_argument);
 }
 
@@ -704,6 +704,53 @@ TEST(SchemeCubic, FillsADroptailBufferAndKeepsTheLinkBusy) {
   EXPECT_GT(path.utilization(), 0.9);
   // A standing queue: on average well over a third of the buffer.
   EXPECT_GT(path.mean_queue_delay_ms(), 20);
+  EXPECT_EQ(path.invalid_outputs(), 0u);
+}
+
+TEST(SchemeReno, SlowStartsThenHalvesOnALossAndGrowsOnePacketAnRtt) {
+  auto cc = make_controller("reno");
+  Driver d(*cc);
+  double t = 0;
+  for (int rtt = 0; rtt < 3; ++rtt) {
+    const int n = static_cast<int>(cc->window_size());
+    const uint64_t s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 41);
+    t += 41;
+  }
+  EXPECT_DOUBLE_EQ(cc->window_size(), 80);  // 10 -> 20 -> 40 -> 80
+
+  uint64_t s = d.send(80, t);
+  d.ack_range(s, s + 80, t + 40, t + 50, {s + 10, s + 60});
+  // One event: the 10 ACKs before the gap in slow start, then 90 halved; the 68 ACKs after
+  // it add 68 / 45 of a packet.
+  EXPECT_NEAR(cc->window_size(), 45 + 68.0 / 45, 0.05);
+  t += 51;
+  const double after_loss = cc->window_size();
+  for (int rtt = 0; rtt < 4; ++rtt) {
+    const int n = static_cast<int>(cc->window_size());
+    s = d.send(n, t);
+    d.ack_range(s, s + n, t + 40, t + 41);
+    t += 41;
+  }
+  EXPECT_NEAR(cc->window_size(), after_loss + 4, 0.2);  // +1 an RTT
+
+  cc->on_timeout(t + 2000);  // Linux's tail loss probe first: no cut
+  EXPECT_GT(cc->window_size(), after_loss);
+  cc->on_timeout(t + 2300);  // then the timeout: slow start again from one packet
+  EXPECT_DOUBLE_EQ(cc->window_size(), 1);
+}
+
+TEST(SchemeReno, FillsADroptailBufferAndKeepsTheLinkBusy) {
+  auto cc = make_controller("reno");
+  FakeLinkConfig link;
+  link.queue_packets = 60;
+  FakePath path(*cc, link);
+  path.run_until(5000);
+  path.measure_from(5000);
+  path.run_until(30000);
+  EXPECT_GT(path.dropped(), 0u);
+  EXPECT_GT(path.utilization(), 0.85);
+  EXPECT_GT(path.mean_queue_delay_ms(), 10);
   EXPECT_EQ(path.invalid_outputs(), 0u);
 }
 

@@ -93,7 +93,7 @@ def test_rounds_add_the_found_links_and_a_resumed_run_equals_a_straight_one(tmp_
 
 @pytest.mark.parametrize("space, curriculum, message", [
     ("missing.toml", {}, "missing.toml"),
-    ("space.toml", {"baselines": ["reno"]}, "[curriculum] baselines: 'reno'"),
+    ("space.toml", {"baselines": ["westwood"]}, "[curriculum] baselines: 'westwood'"),
 ])
 def test_a_bad_space_or_baseline_fails_before_training(space: str, curriculum: dict,
                                                        message: str, tmp_path: Path,

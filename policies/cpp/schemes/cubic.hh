@@ -2,75 +2,28 @@
 // scheme. Slow start (+1 packet per ACK) up to ssthresh; then the window follows
 // W_cubic(t) = C (t - K)^3 + W_max, t in seconds since the last loss, K the time
 // to climb back to W_max; it never falls below the window Reno would have (the
-// TCP-friendly region). A loss event (a gap in the acked sequence, once per RTT)
-// sets W_max (lowered further by fast convergence when the window had not
-// recovered) and multiplies the window by beta. A timeout restarts slow start
-// from 1 with ssthresh = beta x window. It fills a droptail buffer until it
-// drops, then backs off by beta: a standing queue on deep buffers.
+// TCP-friendly region). A loss event sets W_max (lowered further by fast convergence when
+// the window had not recovered) and multiplies the window by beta. A timeout restarts slow
+// start from 1 with ssthresh = beta x window. It fills a droptail buffer until it drops,
+// then backs off by beta: a standing queue on deep buffers. Slow start, loss events and the
+// timeouts are Linux's TCP's (linux_tcp.hh).
 // Simplified: the per-ACK growth toward W_cubic is capped at 0.5 packet (Linux's
 // at most 1.5x per RTT); HyStart only as an option (hystart=1: its delay test; 2: its
-// ACK-train test too, as Linux runs it; below); no fast recovery (no retransmissions).
-// The timeout is Linux's (LinuxRto's timer, a tail loss probe first, and a spurious
-// timeout undone, below) or, with linux_rto off, RFC 6298's.
+// ACK-train test too, as Linux runs it; below).
 #pragma once
-#include "policies/cpp/schemes/schemes.hh"
+#include "policies/cpp/schemes/linux_tcp.hh"
 
 namespace ccgym::schemes {
 
-class Cubic final : public Controller {
+class Cubic final : public LinuxTcpWindow {
  public:
   Cubic(double c, double beta, int hystart, bool linux_rto)
-      : c_(c),
+      : LinuxTcpWindow(linux_rto),
+        c_(c),
         beta_(beta),
         reno_alpha_(3 * (1 - beta) / (1 + beta)),
-        hystart_(hystart),
-        linux_rto_(linux_rto) {}
+        hystart_(hystart) {}
 
-  double window_size() override { return cwnd_; }
-  void on_sent(uint64_t seq, double /*send_ms: sender clock*/) override {
-    loss_.on_sent(seq);
-    next_seq_ = seq + 1;
-  }
-  void on_ack(uint64_t seq, double send_ms, double /*recv_ms: receiver clock*/,
-              double ack_ms) override {
-    // send_ms, ack_ms: sender clock.
-    rtt_.add(ack_ms - send_ms);
-    if (linux_rto_) {
-      linux_timeout_.add(ack_ms - send_ms, seq, next_seq_);
-      undo_spurious_timeout(seq);
-      probe_armed_ = true;
-    }
-    acked_through_ = std::max(acked_through_, seq + 1);
-    if (hystart_ != 0 && cwnd_ < ssthresh_) hystart_tests(seq, ack_ms - send_ms, ack_ms);
-    if (loss_.on_ack(seq)) {
-      on_loss();
-    } else if (cwnd_ < ssthresh_) {
-      cwnd_ = clamp_window(cwnd_ + 1);
-    } else {
-      congestion_avoidance(ack_ms);
-    }
-  }
-  double timeout_ms() override {
-    if (!linux_rto_) return rtt_.rto();
-    return probe_armed_ ? linux_timeout_.probe_timeout() : linux_timeout_.rto();
-  }
-  void on_timeout(double /*now_ms: sender clock*/) override {
-    if (linux_rto_ && probe_armed_) {
-      probe_armed_ = false;  // a tail loss probe: the sender's one datagram, no cut
-      return;
-    }
-    if (linux_rto_ && !undo_pending_) {
-      undo_pending_ = true;
-      undo_head_seq_ = acked_through_;
-      undo_window_ = cwnd_;
-      undo_ssthresh_ = ssthresh_;
-    }
-    loss_.on_timeout();
-    w_max_ = cwnd_;
-    ssthresh_ = std::max(cwnd_ * beta_, 2.0);
-    cwnd_ = 1;
-    in_epoch_ = false;
-  }
   std::string name() const override { return "cubic"; }
 
   // The window back to 1 with ssthresh kept, so that slow start climbs back to it
@@ -115,22 +68,10 @@ class Cubic final : public Controller {
     if (round_min_rtt_ms_ >= rtt_.min() + threshold) ssthresh_ = cwnd_;
   }
 
-  // Linux's undo of a spurious timeout (F-RTO, or Eifel's test with timestamps): when the
-  // first ACK after a timeout is for the oldest packet then unacknowledged, sent before it,
-  // that packet was late, not lost, and the window and ssthresh go back to where they were
-  // (tcp_try_undo_loss; CUBIC's epoch restarts, its W_max stays the timeout's). On an
-  // unlimited buffer every timeout is spurious, and one that is kept leaves its flow far
-  // behind the others for the rest of the run.
-  void undo_spurious_timeout(uint64_t seq) {
-    if (!undo_pending_) return;
-    undo_pending_ = false;
-    if (seq != undo_head_seq_) return;  // the oldest packet was lost: a real timeout
-    cwnd_ = std::max(cwnd_, undo_window_);
-    ssthresh_ = std::max(ssthresh_, undo_ssthresh_);
-    in_epoch_ = false;
+  void before_growth(uint64_t seq, double rtt_ms, double ack_ms) override {
+    if (hystart_ != 0 && cwnd_ < ssthresh_) hystart_tests(seq, rtt_ms, ack_ms);
   }
-
-  void on_loss() {
+  void on_loss() override {
     in_epoch_ = false;
     // Fast convergence: a flow that lost before regaining W_max releases bandwidth.
     w_max_ = cwnd_ < w_max_ ? cwnd_ * (1 + beta_) / 2 : cwnd_;
@@ -138,7 +79,15 @@ class Cubic final : public Controller {
     ssthresh_ = cwnd_;
   }
 
-  void congestion_avoidance(double ack_ms /* sender clock */) {
+  void cut_on_timeout() override {
+    w_max_ = cwnd_;
+    ssthresh_ = std::max(cwnd_ * beta_, 2.0);
+    cwnd_ = 1;
+    in_epoch_ = false;
+  }
+  void after_undo() override { in_epoch_ = false; }  // CUBIC's epoch restarts, W_max stays
+
+  void congestion_avoidance(double ack_ms /* sender clock */) override {
     if (!in_epoch_) {
       in_epoch_ = true;
       epoch_start_ms_ = ack_ms;
@@ -180,26 +129,13 @@ class Cubic final : public Controller {
   double c_;
   double beta_;
   double reno_alpha_;  // Reno's per-RTT increase that matches CUBIC's beta (RFC 8312 4.2)
-  double cwnd_ = kInitialWindow;
-  double ssthresh_ = std::numeric_limits<double>::infinity();
   double w_max_ = 0;
   bool in_epoch_ = false;
   double epoch_start_ms_ = 0;  // sender clock
   double k_s_ = 0;
   double origin_ = 0;
   double w_est_ = 0;
-  RttEstimator rtt_;
-  LossDetector loss_;
   int hystart_;  // 0: none; 1: the delay test; 2: the delay and ACK-train tests
-  bool linux_rto_;
-  LinuxRto linux_timeout_;
-  uint64_t acked_through_ = 0;  // one past the highest sequence number acknowledged
-  bool probe_armed_ = false;    // the next expiry is a tail loss probe (linux_rto)
-  bool undo_pending_ = false;   // a timeout waits for its first ACK (linux_rto)
-  uint64_t undo_head_seq_ = 0;  // the oldest unacknowledged packet at that timeout
-  double undo_window_ = 0;      // the window and ssthresh the timeout cut
-  double undo_ssthresh_ = 0;
-  uint64_t next_seq_ = 0;
   uint64_t round_end_seq_ = 0;
   double round_min_rtt_ms_ = std::numeric_limits<double>::infinity();
   int round_samples_ = 0;

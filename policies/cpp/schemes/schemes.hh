@@ -37,6 +37,7 @@ SchemeEntry delay_scheme();
 SchemeEntry ewma_scheme();
 SchemeEntry vegas_scheme();
 SchemeEntry cubic_scheme();
+SchemeEntry reno_scheme();
 SchemeEntry bbr_scheme();
 SchemeEntry copa_scheme();
 SchemeEntry verus_scheme();
