@@ -38,7 +38,7 @@ are unlikely to come from one distribution). One JSON object to stdout, a table 
       [--seeds 5] [--runs 5] [--duration-s 30] [--only sim,relay,shell,kernel]
       [--sim-keys ack_jitter_ms=0]
 
---cases also takes docs/results.md's sets by name (table, held-out, fresh; e.g. --cases
+--cases also takes docs/results.md's sets by name (table, held-out, fresh, reno; e.g. --cases
 table,held-out: the 22 pairs of its latest table).
 
 The shell and kernel parts need root (the link shell); they and the relay take real time:
@@ -80,7 +80,8 @@ DEFAULT_CASES = tuple(case.replace("cubic", CUBIC) for case in (
     "cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "bbr+cubic@24/20/1", "bbr+cubic@24/20/4",
     "bbr+cubic@12/40/1", "cubic+bbr@48/10/0.5", "bbr+cubic@24/20/1/5"))
 # docs/results.md's sets, by name in --cases: the table the simulator's shared-link defaults
-# were fitted to, the pairs held out of that fit, and those first measured after it (session 31).
+# were fitted to, the pairs held out of that fit, those first measured after it (session 31),
+# and Linux's Reno beside cubic, bbr and itself (session 32).
 CASE_SETS = {name: tuple(case.replace("cubic", CUBIC) for case in cases) for name, cases in {
     "table": ("cubic+cubic@24/20/1", "cubic+cubic@24/20/4", "cubic+cubic@48/10/0.5",
               "bbr+cubic@24/20/1", "bbr+cubic@24/20/4", "bbr+cubic@12/40/1",
@@ -92,6 +93,8 @@ CASE_SETS = {name: tuple(case.replace("cubic", CUBIC) for case in cases) for nam
                  "cubic+bbr@24/40/1", "bbr+cubic@48/20/1", "cubic+cubic+bbr@12/40/2"),
     "fresh": ("bbr+cubic@18/30/1.5", "cubic+bbr@12/10/4", "cubic+cubic@36/15/1",
               "bbr+cubic@8/50/0.5"),
+    "reno": ("reno+cubic@24/20/1", "reno+cubic@24/20/4", "cubic+reno@12/40/1", "bbr+reno@24/20/1",
+             "reno+reno@24/20/1", "reno+cubic@verizon-lte-short", "reno+reno+cubic@24/20/2"),
 }.items()}
 
 
