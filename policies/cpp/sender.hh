@@ -3,6 +3,7 @@
 // controller asks, one ACK per datagram carrying its send and receive times,
 // a timeout that sends one datagram when ACKs stop. The caller owns the clock.
 #pragma once
+#include <cassert>
 #include <cstdint>
 #include <memory>
 
@@ -52,8 +53,10 @@ class SenderModel {
   bool active(double now_ms) const { return now_ms >= start_ms_ && now_ms < stop_ms_; }
   Controller& controller() { return *controller_; }
   bool keeps_features() const { return keep_features_; }
-  // Only meaningful where keeps_features().
-  const Features& features() const { return features_; }
+  const Features& features() const {
+    assert(keep_features_ && "a classic flow's sender computes no features");
+    return features_;
+  }
   double window() { return controller_->window_size(); }
 
  private:
